@@ -11,6 +11,10 @@ TF's attrs (`tensor_name`, `send_device`, `send_device_incarnation`, `recv_devic
 the kernels build the rendezvous key; `_Recv.compression` is set for float32 edges that cross a
 process boundary when the session asks for compression.
 
+A small `Const` (at most `CONST_COPY_BYTES`, no control inputs) consumed on another device is
+copied into the consumer's partition instead of being sent every step: an optimizer's
+hyperparameters are created on the worker and read on the parameter server.
+
 Feeds go straight to the partitions that consume them: each such partition gets a `Placeholder`
 standing for the fed tensor, fed by the caller. A fetch of a fed tensor needs no partition.
 A partition runs its fetches, its targets and all of its sends; its recvs run because something
@@ -92,6 +96,16 @@ class _Builder:
         return op
 
 
+CONST_COPY_BYTES = 4096
+
+
+def _copyable_const(op: Operation) -> bool:
+    if op.type != "Const" or op._control_inputs:
+        return False
+    value = op._attrs.get("value")
+    return isinstance(value, np.ndarray) and value.dtype != object and value.nbytes <= CONST_COPY_BYTES
+
+
 def partition(
     fetches: Sequence[Tensor],
     targets: Sequence[Operation],
@@ -166,8 +180,13 @@ def partition(
             return local
         got = recv_of.get((t, dst))
         if got is None:
-            recv = send_recv(local, src, dst, t.name, f"{t.op.name}/{t.value_index}")
-            got = recv_of[(t, dst)] = recv._outputs[0]
+            if _copyable_const(t.op):
+                b = builder(dst)
+                copy = b.create("Const", [], dict(t.op._attrs), [t.dtype], [t.shape], b.name(f"{t.op.name}/_copy"))
+                got = recv_of[(t, dst)] = copy._outputs[0]
+            else:
+                recv = send_recv(local, src, dst, t.name, f"{t.op.name}/{t.value_index}")
+                got = recv_of[(t, dst)] = recv._outputs[0]
         return got
 
     def control_input(c: Operation, dst: str) -> Operation:

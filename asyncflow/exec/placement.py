@@ -24,11 +24,18 @@
    Compute time is `measured[op name]` when an earlier step timed it, else an estimate from the
    static shapes. The group goes to the best candidate only when that beats the default device
    (or the first candidate) by more than `migrate_threshold_s`; small graphs stay together.
+5. **NoOps** (alone in their group) go last, where most of their control edges are, whatever device
+   they asked for: a NoOp has no kernel and only orders its control inputs before its control
+   outputs, so its device matters only in how many control tokens cross processes. An
+   optimizer's `update` group, created on the worker but joining the PS's apply ops to the PS's
+   global-step increment, would otherwise bounce two tokens per step between the processes
+   (TF's Grappler removes such NoOps from the graph altogether).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
@@ -280,6 +287,14 @@ def place(
         k = device_of.get(groups.find(index[consumer])) if consumer is not None else None
         device_of[root] = k if k is not None else (default_k if default_k in candidates[root]
                                                    else candidates[root][0])
+    for op in order:
+        root = groups.find(index[op])
+        if op.type == "NoOp" and len(members[root]) == 1 and not op._inputs:
+            votes = Counter(device_of[groups.find(index[c])] for c in op._control_inputs + op._control_outputs
+                            if c in index)
+            if votes:
+                mine = device_of[root]
+                device_of[root] = max(votes, key=lambda k: (votes[k], k == mine))
     return {op.name: names[device_of[groups.find(i)]] for i, op in enumerate(ops)}
 
 

@@ -189,8 +189,8 @@ def test_keys_and_compression_attrs():
     g = af.Graph()
     with g.as_default():
         with af.device("/job:ps/task:0"):
-            f = af.constant(np.ones(4, np.float32), name="f")
-            i = af.constant(np.ones(4, np.int32), name="i")
+            f = af.identity(af.constant(np.ones(4, np.float32)), name="f")  # (a Const would be copied)
+            i = af.identity(af.constant(np.ones(4, np.int32)), name="i")
         with af.device("/job:worker/task:0"):
             out = [af.negative(f, name="nf"), af.negative(i, name="ni")]
     placement = place(g.get_operations(), DEVICES)
@@ -238,3 +238,54 @@ def test_received_values_are_checked_against_the_plan():
         check_received(np.zeros([3, 2], np.int32), Spec())
     with pytest.raises(af.errors.InvalidArgumentError, match=r"received shape \[3, 3\]"):
         check_received(np.zeros([3, 3], np.float32), Spec())
+
+
+def test_small_constants_are_copied_to_their_consumers_and_others_are_sent():
+    g = af.Graph()
+    with g.as_default():
+        with af.device("/job:worker/task:0"):
+            small = af.constant(np.arange(4, dtype=np.float32), name="small")
+            big = af.constant(np.arange(2048, dtype=np.float32), name="big")  # 8 KiB: over the copy limit
+            with af.control_dependencies([af.no_op(name="first")]):
+                ordered = af.constant(np.float32(2.0), name="ordered")  # a control input: must run after it
+        with af.device("/job:ps/task:0"):
+            out = [af.reduce_sum(small * 3.0), af.reduce_sum(big), ordered * 1.0]
+    cluster = InProcessCluster()
+    got = cluster.run(g, out)
+    ps = cluster.last.by_device()[PS]
+    assert sorted(op.get_attr("tensor_name") for op in ps.recvs) == ["big:0", "ordered:0"]
+    assert [op.name for op in ps.graph.get_operations() if op.type == "Const" and op.name.startswith("small")] \
+        == ["small/_copy"]
+    np.testing.assert_allclose(got[0], 18.0)
+    np.testing.assert_allclose(got[1], np.arange(2048, dtype=np.float32).sum())
+    assert got[2] == np.float32(2.0)
+
+
+def test_an_optimizer_step_sends_only_variables_and_gradients():
+    """The optimizer's hyperparameters (worker Consts) are copied and its `update` NoOp runs on the
+    ps with the apply ops, so no control token crosses: per step the ps sends each variable once and
+    receives each gradient once."""
+    g = af.Graph()
+    with g.as_default():
+        with af.device(af.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0")):
+            step = af.train.get_or_create_global_step()
+            w = af.Variable(np.ones((3, 2), np.float32), name="w")
+            b = af.Variable(np.zeros(2, np.float32), name="b")
+            x = af.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+            loss = af.reduce_sum(af.square(af.matmul(x, w) + b))
+            train = af.train.AdamOptimizer(0.1).minimize(loss, global_step=step)
+        init = af.global_variables_initializer()
+    cluster = InProcessCluster()
+    cluster.run(g, [init])
+    cluster.run(g, [loss, train])
+    parts = cluster.last.by_device()
+    assert sorted(op.get_attr("tensor_name") for op in parts[W0].recvs) == ["b/read:0", "w/read:0"]
+    assert len(parts[PS].recvs) == 2
+    assert all(op.get_attr("tensor_name").startswith("gradients/") for op in parts[PS].recvs)
+    after = cluster.run(g, [w.value(), b.value(), step.value()])
+    ref = af.Session(graph=g)  # the unpartitioned step agrees
+    ref.run(init)
+    ref.run(train)
+    for got, want in zip(after, ref.run([w, b, step])):
+        np.testing.assert_array_equal(got, want)
+    assert after[2] == 1

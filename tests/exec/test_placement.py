@@ -190,3 +190,24 @@ def test_queue_users_follow_the_queue_and_control_flow_stays_on_one_device():
     loop = {op.name for op in g.get_operations() if op.name.startswith("while/")}
     assert len(loop) > 5 and len({got[n] for n in loop}) == 1
     del r
+
+
+def test_a_noop_runs_where_its_control_edges_are():
+    g = af.Graph()
+    with g.as_default():
+        with af.device("/job:ps/task:1"):
+            v = af.Variable(0.0, name="v")
+            a, b = v.assign_add(1.0, name="a").op, v.assign_add(2.0, name="b").op
+        with af.device("/job:worker/task:1"):
+            joined = af.group(a, b, name="joined")  # asked for the worker; all its edges are on ps 1
+            with af.control_dependencies([joined]):
+                after = v.assign(5.0, name="after").op
+            lone = af.no_op(name="lone")  # no control edges: stays where it asked
+        with af.device("/job:ps/task:0"):
+            u = af.Variable(0.0, name="u")
+        with af.device("/job:worker/task:1"):
+            w = af.Variable(0.0, name="w")
+            tie = af.group(u.assign(1.0).op, w.assign(1.0).op, name="tie")  # one edge each side: stays
+    placed = _place(g)
+    assert placed[joined.name] == PS1 and placed[after.name] == PS1
+    assert placed[lone.name] == W1 and placed[tie.name] == W1
