@@ -149,6 +149,18 @@ class RunGraph:
 
 
 @dataclass
+class PullTensors:
+    keys: list[str]  # rendezvous keys this task sends, all of one step
+    compression: list[str]  # one per key
+
+
+@dataclass
+class TensorsServed:
+    keys: list[str]  # those of the asked keys that were ready (at least one); the frame's buffers, in order
+    tensors: list[Any] = field(default_factory=list)  # one descriptor per buffer
+
+
+@dataclass
 class AbortStep:
     error: ErrorInfo
 
@@ -521,6 +533,20 @@ _INLINE = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "
            "bool", "bfloat16", "complex64", "complex128"}
 
 
+def inlinable(dtype: Any, shape: Any) -> bool:
+    """Whether every tensor of this dtype and static shape (a TensorShape) travels inline in a frame."""
+    if shape is None or not shape.is_fully_defined():
+        return False
+    try:
+        dt = dtypes.as_dtype(dtype)
+    except TypeError:
+        return False
+    if dt.name not in _INLINE:
+        return False
+    count = int(np.prod(shape.as_list(), dtype=np.int64))
+    return count * np.dtype(dt.as_numpy_dtype).itemsize <= INLINE_MAX_BYTES
+
+
 def encode_value(value: Any, compression: str = "") -> tuple[Any, list[Chunk]]:
     """(descriptor, chunks) of one tensor in a frame: a small numeric one as its raw little-endian bytes
     with descriptor [dtype, shape] (no Arrow framing to build or parse), anything else as an Arrow IPC
@@ -621,9 +647,10 @@ def to_op_error(info: ErrorInfo, graph: Any = None) -> errors.OpError:
 __all__ = [
     "WireError", "ErrorInfo", "SessionConfig", "CreateSession", "SessionCreated", "ExtendSession",
     "SessionExtended", "MakeCallable", "CallableMade", "RunStep", "StepDone", "Reset", "RegisterGraph",
-    "GraphRegistered", "RunGraph", "AbortStep", "WorkerStatus", "Empty", "dumps", "loads", "parse_json",
+    "GraphRegistered", "RunGraph", "PullTensors", "TensorsServed", "AbortStep", "WorkerStatus", "Empty",
+    "dumps", "loads", "parse_json",
     "from_obj", "check_depth", "frame_chunks", "parse_frame", "tensor_chunks", "read_tensor", "compress",
     "error_info", "to_op_error", "encode_value", "LazyBody", "Widener", "BODY_HEADER", "decode_value",
-    "encode_values", "check_descriptors",
+    "encode_values", "check_descriptors", "inlinable",
     "MAX_JSON_BYTES", "MAX_DEPTH", "COMPRESSIONS", "FRAME_CONTENT_TYPE",
 ]

@@ -7,6 +7,8 @@
   POST   /v1/worker/graphs/{handle}/run       run it for a step id (frame: RunGraph + feeds) -> fetches
   DELETE /v1/worker/graphs/{handle}           drop it
   GET    /v1/worker/tensors/{step_id}/{key}   a receiver's pull: answered when the tensor exists
+  POST   /v1/worker/tensors/{step_id}         a batched pull of small tensors (PullTensors): answered
+                                              with those ready, once at least one is (TensorsServed)
   POST   /v1/worker/abort/{step_id}           fail the step here with the root cause
   GET    /v1/worker/status                    heartbeat: task, incarnation, load
   POST   /v1/worker/reset                     clear the containers (Session.reset)
@@ -16,6 +18,14 @@ every session on this task shares (so clients share the PS variables); `graphs`,
 compiled plan; `steps`, step id -> `_StepState` (its rendezvous and running executor steps),
 created by whichever arrives first, the run or a peer's pull; `finished`, recently finished or
 aborted step ids, so late pulls and runs for them fail at once.
+
+Pulls of small tensors (static shape, at most `wire.INLINE_MAX_BYTES`: a model's variables and
+gradients, control tokens) are batched: the `_Recv` kernels that start in the same turn of the
+loop and pull from the same peer for the same step share one request. The sender answers as soon
+as any of them is ready, with every one that is, and the receiver asks again for the rest, so a
+batch never waits on a tensor that itself waits on another in the batch. A training step's
+variable reads thus cost one round trip per parameter server instead of one per variable.
+Larger tensors have a request each, streamed into place.
 
 A step's partition answers the master only after every tensor it sent has been pulled, so a
 step's state lives exactly as long as anyone may ask for it. The incarnation id (random, new on
@@ -58,6 +68,7 @@ ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RAW_TENSOR = "application/x-asyncflow-tensor"  # small numeric tensors: raw bytes, dtype and shape in a header
 TENSOR_HEADER = "X-Asyncflow-Tensor"
 _CHUNK = 4 << 20  # bytes per write of a pulled tensor: bounds what the transport buffers at once
+MAX_BATCH_KEYS = 4096  # keys in one batched pull
 
 
 class _Aborted(errors.AbortedError):
@@ -83,6 +94,7 @@ class WorkerRendezvous(Rendezvous):
         self._step_id = step_id
         self._values: dict[str, Any] = {}
         self._waiters: dict[str, asyncio.Future] = {}  # a pull or a local recv waiting for a send
+        self._notify: dict[str, asyncio.Future] = {}  # a batched pull waiting for any of its keys
         self._unconsumed: set[str] = set()
         self._consumed = asyncio.Event()
         self._consumed.set()
@@ -100,25 +112,56 @@ class WorkerRendezvous(Rendezvous):
         self._values[key] = value
         self._unconsumed.add(key)
         self._consumed.clear()
+        notify = self._notify.pop(key, None)
+        if notify is not None and not notify.done():
+            notify.set_result(None)
+
+    def _pop(self, key: str) -> Any:
+        value = self._values.pop(key)
+        self._unconsumed.discard(key)
+        if not self._unconsumed:
+            self._consumed.set()
+        return value
+
+    def _check_unrequested(self, key: str) -> None:
+        if key in self._waiters or key in self._notify:
+            raise errors.InternalError(None, None, f"rendezvous key requested twice in step {self._step_id}: {key}")
 
     async def take(self, key: str, timeout: float | None) -> Any:
         """The value sent under `key` here (for a pull or a local recv), once it exists."""
         if self.error is not None:
             raise self.error
         if key in self._values:
-            value = self._values.pop(key)
-            self._unconsumed.discard(key)
-            if not self._unconsumed:
-                self._consumed.set()
-            return value
-        if key in self._waiters:
-            raise errors.InternalError(None, None, f"rendezvous key requested twice in step {self._step_id}: {key}")
+            return self._pop(key)
+        self._check_unrequested(key)
         waiter = self._waiters[key] = asyncio.get_running_loop().create_future()
         try:
             async with asyncio.timeout(timeout):
                 return await waiter
         finally:
             self._waiters.pop(key, None)
+
+    async def take_some(self, keys: Sequence[str], timeout: float | None) -> dict[str, Any]:
+        """The values of those of `keys` sent here, consumed: at least one (waits for the first to be
+        sent), and every other one already sent; the rest stay for a later request."""
+        if self.error is not None:
+            raise self.error
+        got = {k: self._pop(k) for k in keys if k in self._values}
+        if got:
+            return got
+        for k in keys:
+            self._check_unrequested(k)
+        waiter = asyncio.get_running_loop().create_future()
+        for k in keys:
+            self._notify[k] = waiter
+        try:
+            async with asyncio.timeout(timeout):
+                await waiter
+        finally:
+            for k in keys:
+                if self._notify.get(k) is waiter:
+                    del self._notify[k]
+        return {k: self._pop(k) for k in keys if k in self._values}
 
     async def recv(self, key: str, spec: RecvSpec) -> Any:
         task = _source_task(key)
@@ -129,7 +172,7 @@ class WorkerRendezvous(Rendezvous):
     def abort(self, error: BaseException) -> None:
         if self.error is None:
             self.error = error
-        for waiter in self._waiters.values():
+        for waiter in [*self._waiters.values(), *self._notify.values()]:
             if not waiter.done():
                 waiter.set_exception(error)
         self._values.clear()
@@ -169,10 +212,13 @@ class WorkerService:
         self.pull_timeout_s = pull_timeout_s
         self._lock = threading.Lock()  # the executor's scheduler lock (one thread: never contended)
         self._peers: dict[str, AsyncClient] = {}
+        self._batches: dict[tuple[str, int], list[tuple[str, RecvSpec, asyncio.Future]]] = {}
+        self._batch_tasks: set[asyncio.Task] = set()
         self._handles = itertools.count(1)
         self._started = time.monotonic()
         self.counters = {"steps_total": 0, "step_errors_total": 0, "tensors_pulled_total": 0,
-                         "bytes_pulled_total": 0, "tensors_served_total": 0, "bytes_served_total": 0}
+                         "pull_requests_total": 0, "bytes_pulled_total": 0, "tensors_served_total": 0,
+                         "bytes_served_total": 0}
         self.on_shutdown: Any = None
 
     # -- partitions ------------------------------------------------------------------------------------
@@ -290,6 +336,9 @@ class WorkerService:
             client = self.peer(task)
         except ValueError as e:
             raise errors.InvalidArgumentError(None, None, f"_Recv '{spec.name}': {e}") from None
+        if wire.inlinable(spec.out_dtypes[0], spec.expected_shape):
+            return await self._join_batch(task, step_id, key, spec)
+        self.counters["pull_requests_total"] += 1
         path = f"/v1/worker/tensors/{step_id}/{_quoted(key, spec.compression)}"
         widener = wire.Widener(spec.compression) if spec.compression else None
         try:
@@ -310,15 +359,103 @@ class WorkerService:
         except wire.WireError as e:
             raise errors.DataLossError(None, None, str(e)) from None
 
-    async def serve_tensor(self, step_id: int, key: str) -> Any:
-        """The value a peer pulls, once this task has sent it (refused for another incarnation)."""
+    def _join_batch(self, task: str, step_id: int, key: str, spec: RecvSpec) -> asyncio.Future:
+        """A future for `key`, pulled with the other small tensors asked of `task` in this turn of the loop."""
+        loop = asyncio.get_running_loop()
+        batch = self._batches.get((task, step_id))
+        if batch is None:
+            batch = self._batches[(task, step_id)] = []
+            loop.call_soon(self._send_batch, task, step_id)
+        future = loop.create_future()
+        batch.append((key, spec, future))
+        return future
+
+    def _send_batch(self, task: str, step_id: int) -> None:
+        items = self._batches.pop((task, step_id), [])
+        if items:
+            job = asyncio.get_running_loop().create_task(self._pull_batch(task, step_id, items))
+            self._batch_tasks.add(job)
+            job.add_done_callback(self._batch_tasks.discard)
+
+    async def _pull_batch(self, task: str, step_id: int, items: list[tuple[str, RecvSpec, asyncio.Future]]) -> None:
+        """Asks `task` for the batch's keys until each has come (or failed, or its receiver gave up)."""
+        client = self.peer(task)
+        path = f"/v1/worker/tensors/{step_id}"
+        try:
+            while items := [item for item in items if not item[2].done()]:
+                body = wire.dumps(wire.PullTensors([k for k, _, _ in items], [s.compression for _, s, _ in items]))
+                self.counters["pull_requests_total"] += 1
+                try:
+                    response = await client.request("POST", path, [body], "application/json",
+                                                     timeout=self.pull_timeout_s)
+                except PeerUnavailable as e:
+                    raise errors.UnavailableError(None, None, f"_Recv '{items[0][1].name}': task {task} is "
+                                                              f"unavailable: {e}") from None
+                if response.status != 200:
+                    raise response_error(response, task)
+                self._deliver(task, items, response.body)
+        except BaseException as e:
+            for _, _, future in items:
+                if not future.done():
+                    future.set_exception(e if isinstance(e, errors.OpError) else
+                                         errors.InternalError(None, None, f"pull from {task}: {e!r}"))
+            if not isinstance(e, Exception):
+                raise
+
+    def _deliver(self, task: str, items: list[tuple[str, RecvSpec, asyncio.Future]], body: memoryview) -> None:
+        """Hands each tensor of a TensorsServed frame to its receiver (DataLossError when malformed)."""
+        wanted = {key: (spec, future) for key, spec, future in items}
+        try:
+            msg, buffers = wire.parse_frame(body, wire.TensorsServed)
+            descriptors = wire.check_descriptors(msg.tensors, len(buffers), "TensorsServed")
+            if not msg.keys or len(msg.keys) != len(buffers) or not set(msg.keys) <= set(wanted):
+                raise wire.WireError(f"TensorsServed from {task}: {len(msg.keys)} keys and {len(buffers)} "
+                                     f"buffers, not a non-empty subset of the {len(wanted)} asked")
+        except wire.WireError as e:
+            raise errors.DataLossError(None, None, str(e)) from None
+        for key, descriptor, buf in zip(msg.keys, descriptors, buffers):
+            spec, future = wanted[key]
+            where = f"_Recv '{spec.name}' from {task}"
+            try:
+                value = wire.decode_value(descriptor, buf, where, spec.out_dtypes[0], compression=spec.compression)
+            except wire.WireError as e:
+                value = errors.DataLossError(None, None, str(e))
+            self.counters["tensors_pulled_total"] += 1
+            self.counters["bytes_pulled_total"] += buf.nbytes
+            if future.done():
+                continue
+            if isinstance(value, errors.OpError):
+                future.set_exception(value)
+            else:
+                future.set_result(value)
+
+    def _check_served(self, key: str) -> None:
         src, incarnation, _, _, _ = comm.parse_key(key)
         if process_of(src) != self.task_name:
             raise errors.InvalidArgumentError(None, None, f"{self.task_name} does not send {key}")
         if incarnation != self.incarnation:
             raise errors.AbortedError(None, None, f"stale transfer refused: {key} names incarnation "
                                                   f"{incarnation:x}, {self.task_name} is {self.incarnation:x}")
+
+    async def serve_tensor(self, step_id: int, key: str) -> Any:
+        """The value a peer pulls, once this task has sent it (refused for another incarnation)."""
+        self._check_served(key)
         return await self._state(step_id).rendezvous.take(key, self.pull_timeout_s)
+
+    async def serve_tensors(self, step_id: int, req: wire.PullTensors) -> tuple[list[str], list[Any]]:
+        """A batched pull: (keys, values) of those asked that are ready, once at least one is."""
+        keys = req.keys
+        if not keys or len(keys) > MAX_BATCH_KEYS or len(set(keys)) != len(keys) or \
+                len(req.compression) != len(keys):
+            raise wire.WireError(f"PullTensors needs 1 to {MAX_BATCH_KEYS} distinct keys and one compression "
+                                 f"per key; got {len(keys)} keys and {len(req.compression)} compressions")
+        for key, compression in zip(keys, req.compression):
+            if compression not in wire.COMPRESSIONS:
+                raise wire.WireError(f"unknown compression {compression!r} for {key}")
+            self._check_served(key)
+        got = await self._state(step_id).rendezvous.take_some(keys, self.pull_timeout_s)
+        ready = [k for k in keys if k in got]
+        return ready, [got[k] for k in ready]
 
     # -- status ------------------------------------------------------------------------------------------
     def status(self) -> wire.WorkerStatus:
@@ -464,6 +601,30 @@ def add_routes(app: web.Application, worker: WorkerService) -> None:
             return web.Response(body=chunks[0], content_type=RAW_TENSOR, headers={TENSOR_HEADER: header})
         return await write_chunks(request, chunks, ARROW_STREAM)
 
+    async def tensors(request: web.Request) -> web.StreamResponse:
+        try:
+            step_id = int(request.match_info["step_id"])
+            req = wire.loads(await request.read(), wire.PullTensors)
+            keys, values = await worker.serve_tensors(step_id, req)
+        except ValueError as e:
+            return error_response(e if isinstance(e, wire.WireError) else wire.WireError(str(e)), worker.task_name,
+                                  400)
+        except TimeoutError:
+            return error_response(errors.DeadlineExceededError(None, None, "tensors not produced in time"),
+                                  worker.task_name, 408)
+        except errors.OpError as e:
+            return error_response(e, worker.task_name, 409)
+        compression = dict(zip(req.keys, req.compression))
+        descriptors, buffers = [], []
+        for key, value in zip(keys, values):
+            descriptor, chunks = wire.encode_value(wire.compress(np.asarray(value), compression[key]))
+            descriptors.append(descriptor)
+            buffers.append(chunks)
+        worker.counters["tensors_served_total"] += len(keys)
+        worker.counters["bytes_served_total"] += sum(memoryview(c).nbytes for chunks in buffers for c in chunks)
+        return await write_chunks(request, wire.frame_chunks(wire.TensorsServed(keys, descriptors), buffers),
+                                  wire.FRAME_CONTENT_TYPE)
+
     async def abort(request: web.Request) -> web.Response:
         try:
             step_id = int(request.match_info["step_id"])
@@ -490,6 +651,7 @@ def add_routes(app: web.Application, worker: WorkerService) -> None:
     app.router.add_post("/v1/worker/graphs/{handle}/run", run)
     app.router.add_delete("/v1/worker/graphs/{handle}", deregister)
     app.router.add_get("/v1/worker/tensors/{step_id}/{key:.+}", tensor)
+    app.router.add_post("/v1/worker/tensors/{step_id}", tensors)
     app.router.add_post("/v1/worker/abort/{step_id}", abort)
     app.router.add_get("/v1/worker/status", status)
     app.router.add_post("/v1/worker/reset", reset)

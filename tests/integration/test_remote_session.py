@@ -150,6 +150,38 @@ def test_one_transfer_per_tensor_and_destination(cluster):
     np.testing.assert_allclose(got[3], bv + bv + np.exp(bv), rtol=1e-6)
 
 
+def test_small_tensors_from_one_peer_share_a_pull_and_a_batch_never_waits_on_itself(cluster):
+    """Six small reads from the ps travel in one request; `late` is asked for in the same batch as
+    `early` but needs a value the worker computes from `early`: the ps answers with what is ready
+    and the worker asks again, so the step finishes in two requests instead of deadlocking."""
+    g = af.Graph()
+    with g.as_default():
+        with af.device("/job:ps/task:0"):
+            parts = [af.square(af.constant(np.full(3, float(i), np.float32)), name=f"part{i}") for i in range(6)]
+            early = af.identity(af.constant(np.float32(2.0)), name="early")
+        with af.device("/job:worker/task:0"):
+            total = af.add_n(parts, name="total")
+            doubled = af.multiply(early, 2.0, name="doubled")
+        with af.device("/job:ps/task:0"):
+            late = af.add(doubled, 1.0, name="late")
+        with af.device("/job:worker/task:0"):
+            out = af.multiply(late, 10.0, name="out")
+    w0 = cluster.address("worker", 0)
+    with af.Session(cluster.target, graph=g) as sess:
+        sess.run(total)
+        before = _served(w0)
+        got_total = sess.run(total)
+        middle = _served(w0)
+        got_out = sess.run(out)
+        after = _served(w0)
+    np.testing.assert_array_equal(got_total, np.full(3, sum(i * i for i in range(6)), np.float32))
+    assert got_out == np.float32(50.0)
+    assert middle["asyncflow_tensors_pulled_total"] - before["asyncflow_tensors_pulled_total"] == 6
+    assert middle["asyncflow_pull_requests_total"] - before["asyncflow_pull_requests_total"] == 1
+    assert after["asyncflow_tensors_pulled_total"] - middle["asyncflow_tensors_pulled_total"] == 2
+    assert after["asyncflow_pull_requests_total"] - middle["asyncflow_pull_requests_total"] == 2
+
+
 @pytest.mark.parametrize("size", [4096, 1 << 18])  # inline (small) and streamed Arrow (large) transfers
 @pytest.mark.parametrize("compression,bound", [("float16", 2.0 ** -11), ("bfloat16", 2.0 ** -7)])
 def test_compression_error_bounds(cluster, compression, bound, size):

@@ -79,13 +79,19 @@ def test_oversized_and_malformed_bodies_get_4xx_and_the_server_keeps_serving(pro
         (ps, "/v1/worker/graphs", b"AFF1\xff\xff\xff\x7f", 400),
         (ps, "/v1/worker/graphs", b"not a frame", 400),
         (ps, "/v1/worker/tensors/1/no-such-key", b"", 400),
+        (ps, "/v1/worker/tensors/1", b"{not json", 400),  # a batched pull
+        (ps, "/v1/worker/tensors/1", b'{"keys": [], "compression": []}', 400),
+        (ps, "/v1/worker/tensors/1", b'{"keys": ["a;1;b;c;0:0", "a;1;b;c;0:0"], "compression": ["", ""]}', 400),
+        (ps, "/v1/worker/tensors/1", b'{"keys": ["no-such-key"], "compression": [""]}', 400),
+        (ps, "/v1/worker/tensors/1", b'{"keys": ["/job:ps/replica:0/task:0/device:CPU:0;1;b;c;0:0"], '
+                                     b'"compression": ["zip"]}', 400),
         (master, "/v1/master/sessions", wire.frame_chunks({"graph": {"node": "x"}})[0], 200),  # InvalidArgument
         (master, "/v1/master/sessions/nope/callables", b'{"feeds": [], "fetches": [], "targets": [], '
                                                        b'"graph_version": 1}', 200),  # NotFound
         (master, "/v1/master/sessions", b"\x00" * 64, 400),
     ]
     for address, path, body, want in cases:
-        method = "GET" if "/tensors/" in path else "POST"
+        method = "GET" if "/tensors/" in path and not path.endswith("/1") else "POST"
         status, answer = _post(address, path, body, method=method)
         assert status == want, (path, status, answer[:200])
         assert "error" in json.loads(answer), answer[:200]

@@ -104,3 +104,37 @@ def test_bad_feeds_name_the_feed():
             await ps.run_graph("nope", wire.RunGraph(3), [])
 
     asyncio.run(main())
+
+
+def test_a_batched_pull_answers_with_what_is_ready_once_something_is():
+    ps = WorkerService(CLUSTER, "ps", 0)
+    a, b, c = (rendezvous_key(PS, ps.incarnation, W0, f"{n}:0") for n in "abc")
+
+    async def main():
+        rdv = ps._state(3).rendezvous
+        rdv.send(a, np.float32(1.0))
+        keys, values = await ps.serve_tensors(3, wire.PullTensors([a, b], ["", ""]))
+        assert keys == [a] and values == [np.float32(1.0)]  # b is not sent yet: not waited for
+        waiting = asyncio.ensure_future(ps.serve_tensors(3, wire.PullTensors([b, c], ["", "float16"])))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        with pytest.raises(af.errors.InternalError, match="requested twice"):
+            await ps.serve_tensor(3, c)
+        rdv.send(c, np.float32(3.0))
+        rdv.send(b, np.float32(2.0))  # in the same turn: both go in the answer
+        keys, values = await waiting
+        assert keys == [b, c] and values == [np.float32(2.0), np.float32(3.0)]
+        with pytest.raises(wire.WireError, match="distinct keys"):
+            await ps.serve_tensors(3, wire.PullTensors([a, a], ["", ""]))
+        with pytest.raises(wire.WireError, match="unknown compression"):
+            await ps.serve_tensors(3, wire.PullTensors([a], ["zip"]))
+        with pytest.raises(af.errors.InvalidArgumentError, match="does not send"):
+            await ps.serve_tensors(3, wire.PullTensors([rendezvous_key(W0, 1, PS, "x:0")], [""]))
+        blocked = asyncio.ensure_future(ps.serve_tensors(3, wire.PullTensors([rendezvous_key(PS, ps.incarnation, W0,
+                                                                                             "d:0")], [""])))
+        await asyncio.sleep(0)
+        ps.abort(3, wire.ErrorInfo(af.errors.CANCELLED, "test over"))
+        with pytest.raises(af.errors.AbortedError, match="test over"):
+            await blocked
+
+    asyncio.run(main())
