@@ -7,13 +7,6 @@ a gradient whose `local_step` is below the accumulator's global step is dropped,
 TF, which only logs it) counted: `num_dropped()` (op `ResourceAccumulatorNumDropped` /
 `AccumulatorNumDropped`, int64) reports how many were dropped since the accumulator was made.
 
-Beyond TF, a gradient may name its `replica` (the apply ops' string attr; "" by default, TF's
-behaviour): a named replica counts once per step, and its second gradient before the take is
-dropped and counted too. `SyncReplicasOptimizer` names each replica, so `replicas_to_aggregate`
-means replicas: with fewer alive, the survivors cannot make a step out of their own repeated
-gradients (as they do in TF1, where a lone survivor trains on alone), and their steps wait, which
-the master turns into `UnavailableError` a heartbeat timeout after a task died.
-
 As in TF 2.x's compat.v1, the dense accumulator is a resource (`ResourceConditionalAccumulator`
 and `ResourceAccumulator*` ops) and the sparse one a string reference
 (`SparseConditionalAccumulator`, `SparseAccumulator*`, `Accumulator*`). A take that must wait is
@@ -60,7 +53,6 @@ class _AccumulatorBase:
         self.global_step = 0
         self.count = 0
         self.dropped = 0
-        self.replicas: set[str] = set()  # the named replicas whose gradient is in the current sum
         self._takers: deque[tuple[int, asyncio.Future]] = deque()
 
     def read(self) -> np.ndarray:
@@ -68,33 +60,10 @@ class _AccumulatorBase:
         return np.array([b"", self.name.encode()], dtype=object)
 
     def stale(self, local_step: Any) -> bool:
-        """A gradient computed against a step before the global step: dropped (TF drops it unchecked), counted."""
         if int(local_step) < self.global_step:
             self.dropped += 1
             return True
         return False
-
-    def repeated(self, replica: str) -> bool:
-        """A named replica's second gradient for this step: dropped and counted; else the replica is noted."""
-        if replica and replica in self.replicas:
-            self.dropped += 1
-            return True
-        if replica:
-            self.replicas.add(replica)
-        return False
-
-    def _reset(self) -> tuple[int, set[str]]:
-        """Starts the next step's sum; what the taken one had (count, replicas), for `_untake`."""
-        taken = (self.count, self.replicas)
-        self.count, self.replicas = 0, set()
-        self.global_step += 1
-        return taken
-
-    def _restore(self, taken: tuple[int, set[str]], step: int) -> None:
-        count, replicas = taken
-        self.count += count
-        self.replicas |= replicas
-        self.global_step = step
 
     def set_global_step(self, step: Any) -> None:
         self.global_step = int(step)
@@ -138,9 +107,9 @@ class DenseAccumulator(_AccumulatorBase):
     def __init__(self, *args: Any):
         super().__init__(*args)
         self.total: np.ndarray | None = None
-        self._last: Any = None
+        self._last: tuple[np.ndarray, int, int] | None = None
 
-    def apply(self, local_step: Any, grad: Any, replica: str = "") -> None:
+    def apply(self, local_step: Any, grad: Any) -> None:
         if self.stale(local_step):
             return
         grad = np.asarray(grad, self.np_type)
@@ -150,24 +119,24 @@ class DenseAccumulator(_AccumulatorBase):
                                                                for w, g in zip(want, grad.shape))):
             raise ValueError(f"{self.kind} '{self.name}': Shape mismatch: expected {_dims_text(want)}, got "
                              f"{_dims_text(grad.shape)}")
-        if self.repeated(replica):
-            return
         self.total = grad.copy() if self.total is None else self.total + grad
         self.count += 1
         self._wake()
 
     def _take(self) -> np.ndarray:
-        total, step = self.total, self.global_step
-        out = (total / self.count if self.mean else total).astype(self.np_type, copy=False)
-        self.total = None
-        self._last = (total, self._reset(), step)
+        total, count = self.total, self.count
+        out = (total / count if self.mean else total).astype(self.np_type, copy=False)
+        self._last = (total, count, self.global_step)
+        self.total, self.count = None, 0
+        self.global_step += 1
         return out
 
     def _untake(self, value: Any) -> None:
         if self._last is not None:  # the sum goes back as it was (a later apply may have started a new one)
-            total, taken, step = self._last
+            total, count, step = self._last
             self.total = total if self.total is None else self.total + total
-            self._restore(taken, step)
+            self.count += count
+            self.global_step = step
             self._last = None
 
 
@@ -180,8 +149,7 @@ class SparseAccumulator(_AccumulatorBase):
         self.row_shape: tuple[int, ...] | None = None
         self._last: Any = None
 
-    def apply(self, local_step: Any, indices: Any, values: Any, shape: Any, has_known_shape: bool,
-              replica: str = "") -> None:
+    def apply(self, local_step: Any, indices: Any, values: Any, shape: Any, has_known_shape: bool) -> None:
         if self.stale(local_step):
             return
         indices = np.asarray(indices, np.int64).reshape(-1)
@@ -210,8 +178,6 @@ class SparseAccumulator(_AccumulatorBase):
             if index < 0 or (limit is not None and index >= limit):
                 raise ValueError(f"{where}: Shape mismatch: index of slice {i} exceeded limits of shape; index is "
                                  f"{index} exceeded {limit}")
-        if self.repeated(replica):
-            return
         self.row_shape = tuple(row)
         touched: set[int] = set()
         for index, value in zip(indices.tolist(), values):
@@ -234,17 +200,19 @@ class SparseAccumulator(_AccumulatorBase):
             values[j] = total / n if self.mean else total
         want = self.shape.as_list() if self.shape.ndims is not None else [None] * (len(row) + 1)
         dense = [-1 if want[0] is None else want[0]] + [d if w is None else w for w, d in zip(want[1:], row)]
-        rows, step, self.rows = self.rows, self.global_step, {}
-        self._last = (rows, self._reset(), step)
+        self._last = (self.rows, self.count, self.global_step)
+        self.rows, self.count = {}, 0
+        self.global_step += 1
         return [np.asarray(order, np.int64), values, np.asarray(dense, np.int64)]
 
     def _untake(self, value: Any) -> None:
         if self._last is not None:
-            rows, taken, step = self._last
+            rows, count, step = self._last
             for index, (total, n) in rows.items():
                 entry = self.rows.get(index)
                 self.rows[index] = [total, n] if entry is None else [entry[0] + total, entry[1] + n]
-            self._restore(taken, step)
+            self.count += count
+            self.global_step = step
             self._last = None
 
 
@@ -279,9 +247,9 @@ async def resource_conditional_accumulator(k):
 
 
 @op("ResourceAccumulatorApplyGradient", inputs="handle: resource, local_step: int64, gradient: dtype",
-    types={"dtype": FLOAT}, attrs={"replica": ""}, is_async=True, **_TRAITS)
+    types={"dtype": FLOAT}, is_async=True, **_TRAITS)
 async def resource_accumulator_apply_gradient(k, acc, local_step, gradient):
-    acc.apply(local_step, gradient, k.replica)  # may wake a take: runs on the loop, hence is_async
+    acc.apply(local_step, gradient)  # may wake a take: runs on the loop, hence is_async
 
 
 @op("ResourceAccumulatorTakeGradient", inputs="handle: resource, num_required: int32", outputs="average: dtype",
@@ -304,7 +272,7 @@ async def resource_accumulator_set_global_step(k, acc, step):
 @op("ResourceAccumulatorNumDropped", inputs="handle: resource", outputs="num_dropped: int64",
     shape=lambda b: TensorShape([]), **_TRAITS)
 async def resource_accumulator_num_dropped(k, acc):
-    """asyncflow's: how many gradients the accumulator has dropped (stale, or a replica's second)."""
+    """asyncflow's: how many stale gradients the accumulator has dropped."""
     return np.int64(acc.dropped)
 
 
@@ -316,10 +284,10 @@ async def sparse_conditional_accumulator(k):
 
 @op("SparseAccumulatorApplyGradient",
     inputs="handle: Ref(string), local_step: int64, gradient_indices: int64, gradient_values: dtype, "
-           "gradient_shape: int64", types={"dtype": FLOAT}, attrs={"has_known_shape": REQUIRED, "replica": ""},
-    is_async=True, **_TRAITS)
+           "gradient_shape: int64", types={"dtype": FLOAT}, attrs={"has_known_shape": REQUIRED}, is_async=True,
+    **_TRAITS)
 async def sparse_accumulator_apply_gradient(k, acc, local_step, indices, values, shape):
-    acc.apply(local_step, indices, values, shape, k.has_known_shape, k.replica)
+    acc.apply(local_step, indices, values, shape, k.has_known_shape)
 
 
 @op("SparseAccumulatorTakeGradient", inputs="handle: Ref(string), num_required: int32",
@@ -342,7 +310,7 @@ async def accumulator_set_global_step(k, acc, step):
 @op("AccumulatorNumDropped", inputs="handle: Ref(string)", outputs="num_dropped: int64",
     shape=lambda b: TensorShape([]), **_TRAITS)
 async def accumulator_num_dropped(k, acc):
-    """asyncflow's: how many gradients the accumulator has dropped (stale, or a replica's second)."""
+    """asyncflow's: how many stale gradients the accumulator has dropped."""
     return np.int64(acc.dropped)
 
 
@@ -379,7 +347,7 @@ class ConditionalAccumulatorBase:
         return type(self)._set_global_step_op(self._accumulator_ref, _int64(new_global_step), name=name)
 
     def num_dropped(self, name: str | None = None) -> Any:
-        """asyncflow's addition: an int64 scalar, the gradients dropped so far (stale, or a replica's second)."""
+        """asyncflow's addition: an int64 scalar, the stale gradients dropped so far."""
         return type(self)._num_dropped_op(self._accumulator_ref,
                                           name=name if name is not None else f"{self._name}_NumDropped")
 
@@ -399,13 +367,11 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
                                                reduction_type=reduction_type)
         super().__init__(dtype, shape, ref)
 
-    def apply_grad(self, grad: Any, local_step: Any = 0, name: str | None = None, *, replica: str = "") -> Any:
-        """Adds `grad` unless `local_step` is older than the accumulator's global step, or `replica` (asyncflow's)
-        already gave this step a gradient (then it is dropped)."""
+    def apply_grad(self, grad: Any, local_step: Any = 0, name: str | None = None) -> Any:
+        """Adds `grad` unless `local_step` is older than the accumulator's global step (then it is dropped)."""
         grad = convert_to_tensor(grad, self._dtype)
         grad.shape.assert_is_compatible_with(self._shape)
-        return resource_accumulator_apply_gradient(self._accumulator_ref, _int64(local_step), grad, name=name,
-                                                   replica=replica)
+        return resource_accumulator_apply_gradient(self._accumulator_ref, _int64(local_step), grad, name=name)
 
     def take_grad(self, num_required: Any, name: str | None = None) -> Any:
         """Waits for `num_required` gradients, gives their mean (or sum), resets and advances the step."""
@@ -428,17 +394,16 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
                                              reduction_type=reduction_type)
         super().__init__(dtype, shape, ref)
 
-    def apply_indexed_slices_grad(self, grad: IndexedSlices, local_step: Any = 0, name: str | None = None, *,
-                                  replica: str = "") -> Any:
-        return self.apply_grad(grad.indices, grad.values, grad.dense_shape, local_step, name, replica=replica)
+    def apply_indexed_slices_grad(self, grad: IndexedSlices, local_step: Any = 0, name: str | None = None) -> Any:
+        return self.apply_grad(grad.indices, grad.values, grad.dense_shape, local_step, name)
 
     def apply_grad(self, grad_indices: Any, grad_values: Any, grad_shape: Any = None, local_step: Any = 0,
-                   name: str | None = None, *, replica: str = "") -> Any:
+                   name: str | None = None) -> Any:
         local_step = _int64(local_step)
         indices = cast(grad_indices, dtypes.int64)
         shape = cast([] if grad_shape is None else grad_shape, dtypes.int64)
         return sparse_accumulator_apply_gradient(self._accumulator_ref, local_step, indices, grad_values, shape,
-                                                 has_known_shape=grad_shape is not None, replica=replica, name=name)
+                                                 has_known_shape=grad_shape is not None, name=name)
 
     def take_grad(self, num_required: Any, name: str | None = None) -> list[Any]:
         """(indices, values, shape) of the averaged gradient, once `num_required` have been applied."""

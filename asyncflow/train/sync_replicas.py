@@ -10,23 +10,13 @@ computed against. The chief's queue runner runs the sync op: take the mean of
 arrive late, carry an old step, and are dropped by the accumulator.
 
 Beyond TF1, the dropped gradients are counted: `dropped_gradients` is an int64 tensor (how many
-replica gradients the accumulators have dropped), and the session hook logs it with the step,
-because TF1 users could never tell when their gradients were thrown away.
-
-Also beyond TF1, `replicas_to_aggregate` counts replicas, not gradients: each optimizer (one per
-replica's client) names its gradients with a replica id (its worker device and a random tag), and
-an accumulator takes one gradient per replica per step, dropping (and counting) a second one. In
-TF1 a replica that takes a leftover token computes a second gradient for the same step and it
-counts, so a fast replica can stand in for a slow one, and a lone survivor of a crash trains on by
-itself. Here, with fewer than `replicas_to_aggregate` replicas alive, the survivors' steps wait
-for gradients that cannot come, and the master fails them with `UnavailableError` a heartbeat
-timeout after the task died; with enough alive, training goes on.
+replica gradients the accumulators have dropped as stale), and the session hook logs it with the step, because
+TF1 users could never tell when their gradients were thrown away.
 """
 
 from __future__ import annotations
 
 import logging
-import secrets
 from typing import Any
 
 from asyncflow import dtypes
@@ -86,7 +76,6 @@ class SyncReplicasOptimizer(Optimizer):
         # the PS it would be one variable shared by name by every replica, and a straggler's gradient would be
         # tagged with the token another replica took last, never counted stale.
         local_anchor = no_op()
-        replica = f"{local_anchor.device or 'replica'}#{secrets.token_hex(6)}"
         with colocate_with(local_anchor), name_scope(""):
             self._local_step = Variable(0, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],
                                         dtype=global_step.dtype.base_dtype, name="sync_rep_local_step")
@@ -104,13 +93,12 @@ class SyncReplicasOptimizer(Optimizer):
                     if isinstance(grad, IndexedSlices):
                         accum = SparseConditionalAccumulator(grad.dtype.base_dtype, shape=var.get_shape(),
                                                              shared_name=shared)
-                        train_ops.append(accum.apply_indexed_slices_grad(grad, local_step=self._local_step,
-                                                                         replica=replica))
+                        train_ops.append(accum.apply_indexed_slices_grad(grad, local_step=self._local_step))
                         aggregated.append(accum.take_indexed_slices_grad(self._replicas_to_aggregate))
                     else:
                         accum = ConditionalAccumulator(grad.dtype.base_dtype, shape=var.get_shape(),
                                                        shared_name=shared)
-                        train_ops.append(accum.apply_grad(grad, local_step=self._local_step, replica=replica))
+                        train_ops.append(accum.apply_grad(grad, local_step=self._local_step))
                         aggregated.append(accum.take_grad(self._replicas_to_aggregate))
                     chief_init_ops.append(accum.set_global_step(global_step, name="SetGlobalStep"))
                     dropped.append(accum.num_dropped())

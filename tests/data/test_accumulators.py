@@ -73,38 +73,6 @@ def test_stale_gradients_are_dropped_and_counted():
     np.testing.assert_allclose(got, np.mean([GRADS[1], [9.0, 9.0]], axis=0))
 
 
-def test_a_named_replica_counts_once_per_step_dense_and_sparse():
-    """asyncflow's `replica` attr: a replica's second gradient for a step is dropped and counted; after the
-    take the replica may give the next step one; unnamed gradients keep TF's one-gradient-one-count rule."""
-    with af.Graph().as_default():
-        acc = af.ConditionalAccumulator(af.float32, shape=[2])
-        grad, at = af.placeholder(af.float32, [2]), af.placeholder(af.int64, [])
-        by = {r: acc.apply_grad(grad, local_step=at, replica=r) for r in ("a", "b")}
-        anonymous = acc.apply_grad(grad, local_step=at)
-        assert by["a"].get_attr("replica") == "a" and anonymous.get_attr("replica") == ""
-        sparse = af.SparseConditionalAccumulator(af.float32, shape=[4, 2])
-        rows = af.placeholder(af.float32, [1, 2])
-        sparse_a = sparse.apply_grad([1], rows, [4, 2], local_step=0, replica="a")
-        sparse_b = sparse.apply_grad([1], rows, [4, 2], local_step=0, replica="b")
-        with af.Session() as sess:
-            sess.run(by["a"], {grad: GRADS[0], at: 0})
-            sess.run(by["a"], {grad: GRADS[1], at: 0})  # a's second for step 0: dropped
-            assert sess.run([acc.num_accumulated(), acc.num_dropped()]) == [1, 1]
-            sess.run(by["b"], {grad: GRADS[2], at: 0})
-            np.testing.assert_allclose(sess.run(acc.take_grad(2), options=TIMEOUT), GRADS[[0, 2]].mean(axis=0))
-            sess.run(by["a"], {grad: GRADS[1], at: 1})  # step 1: a counts again
-            sess.run(anonymous, {grad: GRADS[2], at: 1})
-            sess.run(anonymous, {grad: GRADS[2], at: 1})
-            assert sess.run([acc.num_accumulated(), acc.num_dropped()]) == [3, 1]
-            sess.run(sparse_a, {rows: [[1.0, 2.0]]})
-            sess.run(sparse_a, {rows: [[100.0, 100.0]]})
-            sess.run(sparse_b, {rows: [[3.0, 4.0]]})
-            indices, values, _ = sess.run(sparse.take_grad(2), options=TIMEOUT)
-            assert sess.run(sparse.num_dropped()) == 1
-    np.testing.assert_array_equal(indices, [1])
-    np.testing.assert_allclose(values, [[2.0, 3.0]])
-
-
 def test_take_blocks_until_enough_gradients_arrive_from_another_thread():
     with af.Graph().as_default():
         acc, grad, step, apply = _dense()
