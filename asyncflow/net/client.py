@@ -305,6 +305,15 @@ def attach_remote(session: Any, target: str, graph: Graph | None, config: Any) -
         remote.make_callable(session, fetches, feed_list, accept_options)
     session.close = close
     session.list_devices = lambda: list(remote.devices) or _devices(remote)
+    session._task_status = lambda: _task_status(remote)
+
+
+def _task_status(remote: RemoteSession) -> dict[str, list[str]]:
+    """{"alive": [...], "dead": [...]}: the tasks as the master's heartbeats see them."""
+    obj = wire.parse_json(remote._request("GET", "/v1/master/tasks", timeout=10.0).body)
+    if not isinstance(obj, dict) or not all(isinstance(obj.get(k), list) for k in ("alive", "dead")):
+        raise errors.DataLossError(None, None, f"malformed task status from {remote.target}")
+    return {k: [str(t) for t in obj[k]] for k in ("alive", "dead")}
 
 
 def _devices(remote: RemoteSession) -> list[str]:

@@ -278,6 +278,10 @@ class MasterService:
                                         f"{e}") from None
                     await asyncio.sleep(0.1)
 
+    def task_status(self) -> dict[str, list[str]]:
+        """Which tasks the heartbeats see alive and which dead (silent for a heartbeat timeout)."""
+        return {"alive": [t for t in self.workers if t not in self.dead], "dead": sorted(self.dead)}
+
     def _address(self, task: str) -> str:
         job, _, rest = task[len("/job:"):].partition("/replica:0/task:")
         return self.cluster.task_address(job, int(rest))

@@ -136,6 +136,10 @@ def add_master_routes(app: web.Application, master: MasterService, task: str) ->
     async def devices(request: web.Request) -> web.Response:
         return json_response({"devices": master.devices})
 
+    async def tasks(request: web.Request) -> web.Response:
+        master.start()
+        return json_response(master.task_status())
+
     async def shutdown(request: web.Request) -> web.Response:
         asyncio.get_running_loop().create_task(master.shutdown_cluster())
         return json_response({})
@@ -147,6 +151,7 @@ def add_master_routes(app: web.Application, master: MasterService, task: str) ->
     app.router.add_post("/v1/master/sessions/{handle}/close", close)
     app.router.add_post("/v1/master/reset", reset)
     app.router.add_get("/v1/master/devices", devices)
+    app.router.add_get("/v1/master/tasks", tasks)
     app.router.add_post("/v1/master/shutdown", shutdown)
 
 

@@ -12,14 +12,26 @@ arrive late, carry an old step, and are dropped by the accumulator.
 Beyond TF1, the dropped gradients are counted: `dropped_gradients` is an int64 tensor (how many
 replica gradients the accumulators have dropped as stale), and the session hook logs it with the step, because
 TF1 users could never tell when their gradients were thrown away.
+
+Also beyond TF1, the hook keeps a quorum. The accumulators count gradients, not replicas (TF1's
+mechanism: a replica that takes a token left by another computes a second gradient for the same
+step, and it counts), so in TF1 a lone survivor of a crash goes on training with its own gradients
+standing in for the dead replicas'. Here, before each step, the hook asks the master which tasks
+of the replica's job its heartbeats see alive (at most every `QUORUM_CHECK_S`): with fewer than
+`replicas_to_aggregate`, it waits up to `QUORUM_WAIT_S` for a restart and then fails the step with
+`UnavailableError` naming the dead tasks, which `MonitoredTrainingSession` answers by recreating
+the session and trying again, so training resumes once enough replicas are back. A task counts as
+dead once it has been silent for the master's heartbeat timeout.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
-from asyncflow import dtypes
+from asyncflow import dtypes, errors
+from asyncflow.device import DeviceSpec
 from asyncflow.gradients import IndexedSlices
 from asyncflow.graph import GraphKeys, colocate_with, control_dependencies, device, name_scope
 from asyncflow.ops.array import fill, identity, stack
@@ -31,6 +43,9 @@ from asyncflow.train.optimizer import Optimizer
 from asyncflow.variables import Variable, report_uninitialized_variables
 
 log = logging.getLogger("asyncflow.train")
+
+QUORUM_CHECK_S = 0.5  # how often the hook asks the master which replicas are alive
+QUORUM_WAIT_S = 1.0  # how long it waits for enough of them before failing the step
 
 
 class SyncReplicasOptimizer(Optimizer):
@@ -171,6 +186,8 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
         self._is_chief = is_chief
         self._num_tokens = num_tokens
         self.dropped = 0  # the last value seen
+        self._job: str | None = None  # the replicas' job, from the local step's device
+        self._next_check = 0.0
 
     def begin(self) -> None:
         opt = self._opt
@@ -185,8 +202,11 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             self._q_runner = None
             self._init_tokens_op = None
         self._dropped = cast(opt.dropped_gradients, dtypes.int64)
+        device = opt._local_step.device
+        self._job = DeviceSpec.from_string(device).job if device else None
 
     def after_create_session(self, session: Any, coord: Any) -> None:
+        self._next_check = 0.0
         not_ready = session.run(self._opt.ready_for_local_init_op)
         if len(not_ready):
             raise RuntimeError(f"Init operations did not make model ready for SyncReplicasOptimizer local_init. "
@@ -199,7 +219,34 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
 
     def before_run(self, run_context: Any) -> SessionRunArgs:
+        self._check_quorum(run_context.session)
         return SessionRunArgs({"dropped": self._dropped, "step": self._opt._global_step})
+
+    def _check_quorum(self, session: Any) -> None:
+        """UnavailableError when fewer than replicas_to_aggregate tasks of the replicas' job are alive (see the
+        module docstring); nothing to check in-process or without a job."""
+        status = getattr(session, "_task_status", None)  # remote sessions only
+        if status is None or self._job is None or time.monotonic() < self._next_check:
+            return
+        need = self._opt._replicas_to_aggregate
+        deadline = time.monotonic() + QUORUM_WAIT_S
+        while True:
+            tasks = status()
+            prefix = f"/job:{self._job}/"
+            alive = [t for t in tasks["alive"] if t.startswith(prefix)]
+            if len(alive) >= need:
+                self._next_check = time.monotonic() + QUORUM_CHECK_S
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        dead = [t for t in tasks["dead"] if t.startswith(prefix)]
+        err = errors.UnavailableError(
+            None, None, f"SyncReplicasOptimizer aggregates {need} replicas' gradients per step but only "
+                        f"{len(alive)} {self._job} task(s) are alive (down: {', '.join(dead) or 'none'}); the step "
+                        f"waits for enough replicas instead of training on repeated gradients")
+        err.task = dead[0] if dead else ""  # type: ignore[attr-defined]
+        raise err
 
     def after_run(self, run_context: Any, run_values: Any) -> None:
         dropped = int(run_values.results["dropped"])
