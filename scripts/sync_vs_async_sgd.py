@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -55,9 +56,24 @@ def _free_port() -> int:
 
 # -- the cluster --------------------------------------------------------------------------------------
 class LocalCluster:
-    """`asyncflow local` as a child process; stopped (and waited for) on exit."""
+    """`asyncflow local` as a child process; stopped (and waited for) on exit.
 
-    def __init__(self, ps: int, workers: int):
+    Its ports are picked free just before the tasks bind them, so on a busy machine another process
+    can take one in between and a task fails to start: the cluster is then started again on new
+    ports (up to `attempts` times)."""
+
+    def __init__(self, ps: int, workers: int, attempts: int = 3):
+        for attempt in range(attempts):
+            try:
+                self._start(ps, workers)
+                return
+            except RuntimeError as e:
+                self.stop()
+                if attempt == attempts - 1:
+                    raise
+                print(f"{e}; starting it again", file=sys.stderr)
+
+    def _start(self, ps: int, workers: int) -> None:
         port = _free_port()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "asyncflow.cli", "local", "--ps", str(ps), "--workers", str(workers),
@@ -65,19 +81,22 @@ class LocalCluster:
         self.target, self.cluster = "", None
         deadline = time.monotonic() + 60
         ready = 0
+        lines: list[str] = []
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()
             if not line:
-                raise RuntimeError(f"asyncflow local exited early (code {self.proc.poll()})")
+                tail = "".join(lines[-5:])
+                raise RuntimeError(f"asyncflow local exited early (code {self.proc.wait(timeout=10)}):\n{tail}")
+            lines.append(line)
             if line.startswith("target:"):
                 self.target = line.split(":", 1)[1].strip()
             elif line.startswith("cluster:"):
                 self.cluster = json.loads(line.split(":", 1)[1])
             elif "ready job=" in line:
                 ready += 1
-                if ready == ps + workers + 1:
+                if ready == ps + workers + 1:  # from now on its output is only drained, so no task blocks on it
+                    threading.Thread(target=self.proc.stdout.read, daemon=True).start()
                     return
-        self.stop()
         raise RuntimeError("the local cluster did not become ready within 60 s")
 
     def stop(self) -> None:
