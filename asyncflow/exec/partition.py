@@ -23,6 +23,7 @@ it needs consumes them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -67,6 +68,7 @@ class PartitionedGraph:
         return {p.device: p for p in self.partitions}
 
 
+@functools.lru_cache(maxsize=65536)
 def process_of(device: str) -> str:
     """The task (process) that owns `device`: its job, replica and task fields."""
     spec = DeviceSpec.from_string(device)

@@ -23,6 +23,8 @@ high 16 bits of each float32, zero-filled on arrival; relative error < 2^-7).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import struct
 import sys
 import types
@@ -200,8 +202,10 @@ def parse_json(data: bytes | bytearray | memoryview, limit: int = MAX_JSON_BYTES
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         raise WireError(f"message is not valid JSON: {e}") from None
-    if len(data) > 2 * MAX_DEPTH:  # shorter JSON cannot nest that deep
-        check_depth(obj)
+    if len(data) > 2 * MAX_DEPTH:  # shorter JSON cannot nest that deep, nor can JSON with fewer brackets
+        raw = data if isinstance(data, (bytes, bytearray)) else bytes(data)
+        if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
+            check_depth(obj)
     return obj
 
 
@@ -537,14 +541,18 @@ def inlinable(dtype: Any, shape: Any) -> bool:
     """Whether every tensor of this dtype and static shape (a TensorShape) travels inline in a frame."""
     if shape is None or not shape.is_fully_defined():
         return False
+    return _inlinable(dtype, tuple(shape.as_list()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _inlinable(dtype: Any, dims: tuple[int, ...]) -> bool:
     try:
         dt = dtypes.as_dtype(dtype)
     except TypeError:
         return False
     if dt.name not in _INLINE:
         return False
-    count = int(np.prod(shape.as_list(), dtype=np.int64))
-    return count * np.dtype(dt.as_numpy_dtype).itemsize <= INLINE_MAX_BYTES
+    return math.prod(dims) * np.dtype(dt.as_numpy_dtype).itemsize <= INLINE_MAX_BYTES
 
 
 def encode_value(value: Any, compression: str = "") -> tuple[Any, list[Chunk]]:
@@ -576,7 +584,7 @@ def decode_value(descriptor: Any, data: Chunk, where: str = "tensor", expect: np
     dtype = np.dtype(dtypes.as_dtype(descriptor[0]).as_numpy_dtype)
     dims = tuple(descriptor[1])
     view = memoryview(data)
-    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    count = math.prod(dims)
     if count * dtype.itemsize != view.nbytes:
         raise WireError(f"{where}: inline {descriptor[0]}{list(dims)} needs {count * dtype.itemsize} bytes, got "
                         f"{view.nbytes}")

@@ -23,6 +23,7 @@ its inputs are known (TF's C++ shape inference does the same), so `af.reshape(x,
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -565,7 +566,7 @@ async def reshape_op(k, x, new_shape):
         raise ValueError(f"Reshape '{k.name}': Size {dims.index(min(dims))} must be non-negative, not "
                          f"{min(dims)}")
     n = int(np.size(x))
-    known = int(np.prod([d for d in dims if d != -1]))
+    known = math.prod(d for d in dims if d != -1)
     if wild:
         if known == 0 or n % known:
             raise ValueError(f"Reshape '{k.name}': Input to reshape is a tensor with {n} values, but the "

@@ -12,6 +12,7 @@ with ops when shapes are unknown) and broadcast it over the input, as TF's math_
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import ml_dtypes
@@ -95,7 +96,7 @@ def _prod(x: np.ndarray, axes: tuple, keep: bool) -> np.ndarray:
 
 
 def _mean(x: np.ndarray, axes: tuple, keep: bool) -> np.ndarray:
-    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    n = math.prod(x.shape[a] for a in axes)
     if x.dtype.kind in "iu":
         # TF sums integers in 64 bits and divides with C's truncation toward zero.
         s = np.sum(x, axis=axes, dtype=np.int64 if x.dtype.kind == "i" else np.uint64, keepdims=keep)
