@@ -67,8 +67,11 @@ def _guard(options: ServerOptions, task: str) -> Any:
         try:
             if request.content_length is not None and request.content_length > limit:
                 raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
-            async with asyncio.timeout(options.read_timeout_s):
+            if request.content.is_eof():  # the whole body came with the head: nothing to wait for
                 body = await request.read()
+            else:
+                async with asyncio.timeout(options.read_timeout_s):
+                    body = await request.read()
             if len(body) > limit:
                 raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(body))
             if verifier is not None and request.path != "/healthz":
