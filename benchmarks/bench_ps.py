@@ -220,7 +220,7 @@ def tf_worker(args: argparse.Namespace) -> None:
             idx = rng.integers(0, len(x_train), args.tf_batch)
             _, step = sess.run([train, global_step], {x: x_train[idx], labels: y_train[idx]})
             records += 1
-            if is_chief and step >= next_eval:
+            if is_chief and step >= next_eval and not sess.should_stop():  # (the last one is after the loop)
                 evals.append((time.perf_counter() - start, int(step),
                               float(sess.run(accuracy, {x: x_test, labels: y_test}))))
                 next_eval = step + args.tf_eval_every

@@ -1,7 +1,8 @@
 """Real `asyncflow` processes on loopback: start them, wait for /healthz, always kill them after.
 
 `LocalCluster` picks free ports, starts `asyncflow worker` for each task and `asyncflow master`,
-and polls `/healthz` (never a fixed sleep). Every child is registered with the fixture, which
+and polls `/healthz` (never a fixed sleep); when a task dies at start (a port taken between pick and
+bind) it starts the cluster again on new ports. Every child is registered with the fixture, which
 kills whatever is still running when the test (or module) ends, so no process outlives a test.
 """
 
@@ -94,14 +95,27 @@ class LocalCluster:
     """ps and worker tasks plus a master, as real processes."""
 
     def __init__(self, procs: Processes, ps: int = 1, workers: int = 2, master_args: tuple[str, ...] = (),
-                 worker_args: tuple[str, ...] = (), env: dict | None = None):
+                 worker_args: tuple[str, ...] = (), env: dict | None = None, attempts: int = 3):
         self.procs = procs
+        self.env = env
+        for attempt in range(attempts):  # ports are picked free, then bound: another process may win one
+            started = len(procs.children)
+            try:
+                self._start(ps, workers, master_args, worker_args)
+                return
+            except RuntimeError:
+                for p in procs.children[started:]:
+                    p.kill()
+                if attempt == attempts - 1:
+                    raise
+
+    def _start(self, ps: int, workers: int, master_args: tuple[str, ...], worker_args: tuple[str, ...]) -> None:
+        procs, env = self.procs, self.env
         self.spec = {"ps": [f"127.0.0.1:{free_port()}" for _ in range(ps)],
                      "worker": [f"127.0.0.1:{free_port()}" for _ in range(workers)]}
         if not ps:
             del self.spec["ps"]
         self.spec_json = json.dumps(self.spec)
-        self.env = env
         self.tasks: dict[tuple[str, int], subprocess.Popen] = {}
         for job, addresses in self.spec.items():
             for i in range(len(addresses)):
