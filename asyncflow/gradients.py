@@ -21,13 +21,21 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from asyncflow.graph import Operation, Tensor, colocate_with, get_default_graph, name_scope
 from asyncflow.ops.registry import OPS, convert_to_tensor
 
 GradientFunction = Callable[..., Any]
 _REGISTERED: dict[str, GradientFunction | None] = {}
+
+
+class IndexedSlicesValue(NamedTuple):
+    """What `Session.run` gives for a fetched `IndexedSlices`, and takes as its feed (TF1's type)."""
+
+    values: Any
+    indices: Any
+    dense_shape: Any = None
 
 
 class IndexedSlices:
@@ -367,6 +375,6 @@ def hessians(ys: Any, xs: Any, name: str = "hessians", **kwargs: Any) -> list[Te
 
 
 __all__ = [
-    "gradients", "IndexedSlices", "RegisterGradient", "NotDifferentiable", "NoGradient", "no_gradient",
-    "hessians",
+    "gradients", "IndexedSlices", "IndexedSlicesValue", "RegisterGradient", "NotDifferentiable", "NoGradient",
+    "no_gradient", "hessians",
 ]

@@ -24,6 +24,7 @@ from asyncflow import errors
 from asyncflow.exec.executor import Plan, Step, compile_plan
 from asyncflow.exec.frames import FrameStep
 from asyncflow.exec.resources import ResourceContainer
+from asyncflow.gradients import IndexedSlices, IndexedSlicesValue
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph
 
 _session_ids = itertools.count(1)
@@ -117,6 +118,10 @@ class _Fetches:
     def _build(self, fetch: Any) -> Callable[[list[Any]], Any]:
         if fetch is None:
             raise TypeError(f"Fetch argument None has invalid type {type(None)}")
+        if isinstance(fetch, IndexedSlices):  # TF1 gives an IndexedSlicesValue
+            parts = [self._element(fetch.values), self._element(fetch.indices),
+                     self._element(fetch.dense_shape) if fetch.dense_shape is not None else lambda values: None]
+            return lambda values: IndexedSlicesValue(*(p(values) for p in parts))
         if isinstance(fetch, (Tensor, Operation, str)) or hasattr(fetch, "_as_graph_element"):
             return self._element(fetch)
         if isinstance(fetch, Mapping):
@@ -213,8 +218,28 @@ class _FeedSpec:
         return arr
 
 
+def feed_items(feed_dict: Any) -> list[tuple[Any, Any]]:
+    """The (key, value) pairs of a feed_dict, an `IndexedSlices` key fed with an `IndexedSlicesValue` (or a
+    (values, indices[, dense_shape]) tuple) taken apart into its tensors, as TF1 does."""
+    out = []
+    for key, value in feed_dict.items():
+        if not isinstance(key, IndexedSlices):
+            out.append((key, value))
+            continue
+        if not isinstance(value, (tuple, list)) or len(value) not in (2, 3):
+            raise TypeError(f"An IndexedSlices feed ({key.name}) takes an IndexedSlicesValue or a (values, "
+                            f"indices[, dense_shape]) tuple, got {type(value).__name__}")
+        parts = list(value) + [None] * (3 - len(value))
+        out += [(key.values, parts[0]), (key.indices, parts[1])]
+        if key.dense_shape is not None and parts[2] is not None:
+            out.append((key.dense_shape, parts[2]))
+    return out
+
+
 def _fetch_key(fetches: Any) -> Any:
     """A hashable key for a fetch structure (to reuse its flattening), or None when it has none."""
+    if isinstance(fetches, IndexedSlices):
+        return (IndexedSlices, fetches.values, fetches.indices, fetches.dense_shape)
     if isinstance(fetches, (Tensor, Operation, str)) or hasattr(fetches, "_as_graph_element"):
         return fetches
     if isinstance(fetches, (list, tuple)):
@@ -338,7 +363,7 @@ class BaseSession:
         feed_values: list[Any] = []
         if feed_dict:
             specs = self._feed_specs
-            for k, value in feed_dict.items():
+            for k, value in feed_items(feed_dict):
                 spec = specs.get(k) if isinstance(k, (Tensor, str)) else None
                 if spec is None:
                     spec = _FeedSpec(self._feed_key(k))

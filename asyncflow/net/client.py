@@ -188,7 +188,7 @@ class RemoteSession:
         return out
 
     def _prepare(self, session: Any, fetches: Any, feed_dict: Any, network: bool = True) -> tuple:
-        from asyncflow.session import _FeedSpec, _fetch_key, _Fetches
+        from asyncflow.session import _FeedSpec, _fetch_key, _Fetches, feed_items
 
         if self.closed:
             raise RuntimeError("Attempted to use a closed Session.")
@@ -202,7 +202,7 @@ class RemoteSession:
         feed_tensors, feed_values = [], []
         if feed_dict:
             specs = session._feed_specs
-            for k, value in feed_dict.items():
+            for k, value in feed_items(feed_dict):
                 spec = specs.get(k) if isinstance(k, (Tensor, str)) else None
                 if spec is None:
                     spec = _FeedSpec(session._feed_key(k))

@@ -235,3 +235,33 @@ def test_config_as_a_dict_or_a_config_proto():
         assert sess._config.operation_timeout_in_ms == 1000 and sess._config.compression == "float16"
     with af.Session(config=af.ConfigProto(log_device_placement=True, inter_op_parallelism_threads=2)) as sess:
         assert sess.run(c) == 2.0
+
+
+def test_indexed_slices_are_fetched_and_fed_as_indexed_slices_values():
+    """As TF1: fetching an IndexedSlices gives IndexedSlicesValue(values, indices, dense_shape), and one
+    can be fed with an IndexedSlicesValue or a (values, indices[, dense_shape]) tuple."""
+    g = af.Graph()
+    with g.as_default():
+        w = af.Variable(np.arange(12, dtype=np.float32).reshape(4, 3))
+        ids = af.placeholder(af.int32, [None])
+        loss = af.reduce_sum(af.gather(w, ids) ** 2)
+        grad, = af.gradients(loss, [w])
+        assert isinstance(grad, af.IndexedSlices)
+        rows = af.reduce_sum(grad.values, axis=1)
+        no_shape = af.IndexedSlices(grad.values, grad.indices)
+    with af.Session(graph=g) as sess:
+        sess.run(w.initializer)
+        got = sess.run(grad, {ids: [1, 3]})
+        assert isinstance(got, af.IndexedSlicesValue)
+        np.testing.assert_array_equal(got.values, 2 * np.arange(12, dtype=np.float32).reshape(4, 3)[[1, 3]])
+        np.testing.assert_array_equal(got.indices, [1, 3])
+        np.testing.assert_array_equal(got.dense_shape, [4, 3])
+        assert got.indices.dtype == np.int32 and got.dense_shape.dtype == np.int32  # as TF1
+        nested = sess.run({"g": [grad, no_shape], "loss": loss}, {ids: [0]})
+        assert nested["loss"] == np.float32(5.0) and nested["g"][1].dense_shape is None
+        np.testing.assert_array_equal(nested["g"][0].values, [[0.0, 2.0, 4.0]])
+        fed = af.IndexedSlicesValue(np.ones((2, 3), np.float32), np.array([0, 1], np.int32), np.array([4, 3], np.int32))
+        np.testing.assert_array_equal(sess.run(rows, {grad: fed}), [3.0, 3.0])
+        np.testing.assert_array_equal(sess.run(rows, {grad: (np.full((1, 3), 2.0, np.float32), [2])}), [6.0])
+        with pytest.raises(TypeError, match="IndexedSlices feed"):
+            sess.run(rows, {grad: np.ones((2, 3), np.float32)})

@@ -182,6 +182,24 @@ def test_small_tensors_from_one_peer_share_a_pull_and_a_batch_never_waits_on_its
     assert after["asyncflow_pull_requests_total"] - middle["asyncflow_pull_requests_total"] == 2
 
 
+def test_indexed_slices_fetched_and_fed_remotely(cluster):
+    g = af.Graph()
+    with g.as_default():
+        with af.device("/job:ps/task:0"):
+            w = af.Variable(np.arange(6, dtype=np.float32).reshape(3, 2), name="sliced_w")
+        with af.device("/job:worker/task:1"):
+            grad, = af.gradients(af.reduce_sum(af.gather(w, [2, 0]) * 3.0), [w])
+            total = af.reduce_sum(grad.values)
+    with af.Session(cluster.target, graph=g) as sess:
+        sess.run(w.initializer)
+        got = sess.run(grad)
+        assert isinstance(got, af.IndexedSlicesValue)
+        np.testing.assert_array_equal(got.indices, [2, 0])
+        np.testing.assert_array_equal(got.values, np.full((2, 2), 3.0, np.float32))
+        np.testing.assert_array_equal(got.dense_shape, [3, 2])
+        assert sess.run(total, {grad: (np.ones((2, 2), np.float32), [1, 1])}) == np.float32(4.0)
+
+
 @pytest.mark.parametrize("size", [4096, 1 << 18])  # inline (small) and streamed Arrow (large) transfers
 @pytest.mark.parametrize("compression,bound", [("float16", 2.0 ** -11), ("bfloat16", 2.0 ** -7)])
 def test_compression_error_bounds(cluster, compression, bound, size):
