@@ -6,13 +6,16 @@ Their types start with `_Test` so the coverage test of the op tables ignores the
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import numpy as np
 
 from asyncflow.ops.registry import ALL_TYPES, OPS, op
 from asyncflow.ops.shape_fns import same_as_input
+from asyncflow.shapes import TensorShape
 
 CANCELLED: list[str] = []  # names of _TestWait kernels that saw their cancellation
+RELEASE: dict[str, threading.Event] = {}  # _TestBlock: what its kernel blocks its thread on, by key
 ABORTS_LEFT: dict[str, int] = {}  # _TestAbort: how many more runs of that key fail with AbortedError
 
 
@@ -56,6 +59,20 @@ if "_TestWait" not in OPS:
         counter = k.resources.state("test-count", k.name, lambda: [0])
         counter[0] += 1
         return np.asarray(x)
+
+
+if "_TestBlock" not in OPS:
+
+    @op("_TestBlock", inputs="x: T", outputs="released: bool", types={"T": ALL_TYPES}, attrs={"key": "b"},
+        shape=lambda b: TensorShape([]))
+    async def _test_block(k, x):
+        """A pure kernel that blocks its thread (as a long computation does) until RELEASE[key] is set, for
+        at most 10 s; gives whether it was released. On the event loop's own thread nothing could release it."""
+        return np.bool_(RELEASE.setdefault(k.key, threading.Event()).wait(10.0))
+
+
+def block(x, key="b", name=None):
+    return OPS["_TestBlock"](x, key=key, name=name)
 
 
 if "_TestAbort" not in OPS:

@@ -27,6 +27,13 @@ it cancels the step's tasks and reaches the caller with the op's name; cancellat
 follow never replace it. One scheduler lock (the session's) is held while kernels run, so
 concurrent steps from several threads never run kernels at the same time.
 
+On an event loop, a kernel with large inputs (at least `OFFLOAD_BYTES` together) that is pure
+(not stateful, not async, reads no variable, takes no step) runs in a worker thread instead
+(`offload[i]` marks the nodes that may: their static shapes are unknown or large), so that one
+long matmul does not stop the loop: a worker keeps answering heartbeats and transfers while it
+computes, and independent heavy kernels overlap (numpy releases the GIL). Its completion
+re-enters `_drain` like a suspended kernel's.
+
 `run_reference` is the plain path (one node at a time, in topological order) that the tests
 compare the real executor against.
 """
@@ -34,11 +41,13 @@ compare the real executor against.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import threading
 import time
 from collections import deque
 from collections.abc import Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
@@ -74,10 +83,47 @@ class Plan:
     fetch_slots: list[int]
     fetch_deref: list[bool]
     has_async: bool
+    offload: list[bool] = field(default_factory=list)  # may run in a worker thread when its inputs are large
     stateful_nodes: list[str] = field(default_factory=list)
     feed_tensors: list[Tensor] = field(default_factory=list)
     back_edges: set[tuple[int, int]] = field(default_factory=set)  # (NextIteration, Merge) node pairs
     frames: Any = None  # the FramePlan, for plans with control flow (exec/frames.py)
+
+
+OFFLOAD_BYTES = 4 << 20  # inputs at least this large send a pure kernel to a worker thread
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _may_offload(op: Operation) -> bool:
+    """Whether `op` is pure and may see inputs of OFFLOAD_BYTES (static shapes unknown or that large)."""
+    d = op.op_def
+    if d.stateful or d.is_async or d.uses_step or d.control_flow or not op._inputs:
+        return False
+    total = 0
+    for t in op._inputs:
+        n = t.shape.num_elements() if t.shape.ndims is not None else None
+        if n is None or t.dtype.base_dtype.as_numpy_dtype is object:
+            return True
+        total += n * np.dtype(t.dtype.base_dtype.as_numpy_dtype).itemsize
+    return total >= OFFLOAD_BYTES
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="asyncflow-kernel")
+    return _POOL
+
+
+def _complete(coro: Any) -> Any:
+    """Runs a pure kernel's coroutine to its end in a worker thread (it never awaits)."""
+    with np.errstate(all="ignore"):
+        try:
+            coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+    coro.close()
+    raise RuntimeError("a kernel offloaded to a worker thread suspended; only pure kernels are offloaded")
 
 
 def needed_ops(fetches: Sequence[Tensor], targets: Sequence[Operation], feeds: Sequence[Tensor]) -> list[Operation]:
@@ -199,6 +245,7 @@ def compile_plan(
             for c in consumers[i]:
                 pending0[c] -= 1
     control_flow = any(op.op_def.control_flow for op in nodes)
+    offload = [not constant[i] and deref[i] is None and _may_offload(op) for i, op in enumerate(nodes)]
     plan = Plan(
         nodes=nodes,
         calls=calls,
@@ -221,6 +268,7 @@ def compile_plan(
         fetch_slots=[slot_of[t] for t in fetches],
         fetch_deref=[t.dtype.is_ref_dtype and t not in fed for t in fetches],
         has_async=has_async,
+        offload=offload,
         stateful_nodes=[op.name for op in nodes if op.op_def.stateful],
         feed_tensors=list(feeds),
         back_edges={(index[t.op], i) for i, op in enumerate(nodes) for t in op._inputs
@@ -277,6 +325,10 @@ def op_error(op: Operation, exc: BaseException) -> errors.OpError:
     err = cls(None, op, f"{'' if detail.startswith(prefix) else prefix}{detail}{where}")
     err.__cause__ = exc
     return err
+
+
+def _nbytes(args: tuple) -> int:
+    return sum(getattr(a, "nbytes", 0) for a in args)
 
 
 class _Resumed(Coroutine):
@@ -379,6 +431,7 @@ class Step:
         values, pending, ready = self.values, self.pending, self.ready
         pop = ready.popleft if self._rng is None else self._pop_random
         trace = self.trace
+        offload = plan.offload if self._done is not None else None
         done = 0
         while ready:
             if not done & 63 and done and self._yield_to_loop():
@@ -389,9 +442,17 @@ class Step:
             try:
                 kind = arity[i]
                 if kind == 2:
-                    coro = calls[i](*getters[i](values))
+                    args = getters[i](values)
+                    if offload is not None and offload[i] and _nbytes(args) >= OFFLOAD_BYTES:
+                        self._offload(i, calls[i](*args))
+                        continue
+                    coro = calls[i](*args)
                 elif kind == 1:
-                    coro = calls[i](values[getters[i]])
+                    arg = values[getters[i]]
+                    if offload is not None and offload[i] and getattr(arg, "nbytes", 0) >= OFFLOAD_BYTES:
+                        self._offload(i, calls[i](arg))
+                        continue
+                    coro = calls[i](arg)
                 elif kind == 0:
                     coro = calls[i]()
                 else:
@@ -451,6 +512,12 @@ class Step:
                 self._done.set_exception(self.error)
 
     # -- the asynchronous shell ---------------------------------------------------------------------
+    def _offload(self, i: int, coro: Any) -> None:
+        """Runs a pure kernel with large inputs in a worker thread; it finishes like a suspended one."""
+        future = asyncio.get_running_loop().run_in_executor(_pool(), _complete, coro)
+        self.tasks.add(future)  # type: ignore[arg-type]
+        future.add_done_callback(lambda f, i=i: self._kernel_done(i, f))
+
     def _suspend(self, i: int, coro: Any, yielded: Any) -> bool:
         """Hands a suspended kernel to a Task; False (and the step fails) outside an event loop."""
         task = self._task_for(i, coro, yielded)

@@ -290,8 +290,10 @@ class WorkerService:
         self.counters["steps_total"] += 1
         error: BaseException | None = None
         try:
-            # A partition with no kernel that waits (no _Recv) runs without touching the loop.
-            values = step.run_sync() if not reg.plan.has_async else await step.run_async(timeout)
+            # On the loop when a kernel may wait (a _Recv) or be offloaded to a thread (a long kernel must not
+            # stop the loop); otherwise without touching it.
+            on_loop = reg.plan.has_async or any(reg.plan.offload)
+            values = await step.run_async(timeout) if on_loop else step.run_sync()
             await state.rendezvous.wait_consumed(timeout if timeout is not None else self.pull_timeout_s)
             return values
         except TimeoutError:

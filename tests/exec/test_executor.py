@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import asyncflow as af
+from asyncflow.exec import executor
 from asyncflow.exec.executor import Step, compile_plan, needed_ops, run_reference
 from asyncflow.exec.resources import ResourceContainer
 from tests import testing_ops
@@ -104,6 +105,33 @@ def test_waiting_kernel_overlaps_with_the_rest_of_the_step():
     with af.Session(graph=graph) as sess:
         result = sess.run(out, options=af.RunOptions(timeout_in_ms=5000))
     np.testing.assert_array_equal(result, np.arange(3.0) * 2 + 1)
+
+
+def test_a_pure_kernel_with_large_inputs_runs_off_the_loop():
+    """On an event loop, a pure kernel whose inputs reach OFFLOAD_BYTES runs in a worker thread: the loop
+    goes on meanwhile (here it releases the kernel, which blocks its thread until then); smaller inputs,
+    or inputs whose static shape says they are small, run inline."""
+    graph = af.Graph()
+    with graph.as_default():
+        big = af.placeholder(af.float32, [None])
+        small = af.placeholder(af.float32, [4])
+        released = testing_ops.block(big, key="offload")
+        doubled = af.reduce_sum(big * 2.0)
+        inline = testing_ops.block(small, key="inline")
+    plan = compile_plan([released, doubled], [], [big], ResourceContainer("t"))
+    assert [plan.offload[i] for i, op in enumerate(plan.nodes) if op.type == "_TestBlock"] == [True]
+    assert not compile_plan([inline], [], [small], ResourceContainer("t")).offload[0]
+    n = executor.OFFLOAD_BYTES // 4
+    values = np.arange(n, dtype=np.float32) % 7
+
+    async def main():
+        testing_ops.RELEASE["offload"] = threading.Event()
+        asyncio.get_running_loop().call_later(0.05, testing_ops.RELEASE["offload"].set)
+        return await Step(plan, [values], threading.Lock()).run_async(timeout=30)
+
+    got_released, got_doubled = asyncio.run(main())
+    assert got_released  # the loop ran while the kernel blocked its thread
+    assert got_doubled == np.float32((values * 2.0).sum(dtype=np.float32))
 
 
 def test_error_aborts_step_cancels_waiting_kernels_and_names_the_op():

@@ -114,6 +114,24 @@ def test_hung_worker_is_declared_dead_by_heartbeats(procs):
         os.kill(c.tasks[("worker", 1)].pid, signal.SIGCONT)
 
 
+def test_a_worker_busy_in_one_long_kernel_still_answers_heartbeats(procs):
+    """A single matmul that takes longer than the heartbeat timeout runs in a worker thread (its inputs are
+    large), so the worker's loop keeps answering heartbeats and the step succeeds; were the kernel on the
+    loop, the master would declare the busy worker dead and fail the step with UnavailableError."""
+    beats = ("--heartbeat-interval", "0.2", "--heartbeat-timeout", "1")
+    c = LocalCluster(procs, ps=0, workers=2, master_args=beats)
+    n = 6000  # about 2 s of float32 matmul on this project's machine, 0.4 s of memory per operand
+    g = af.Graph()
+    with g.as_default():
+        with af.device("/job:worker/task:1"):
+            a = af.random_uniform([n, n], seed=1)
+            total = af.reduce_sum(af.matmul(a, a)[:2, :2])
+            check = af.reduce_sum(af.matmul(a[:2], a[:, :2]))
+    with af.Session(c.target, graph=g) as sess:
+        got, want = sess.run([total, check])  # the same numbers two ways, one of them long
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
 @pytest.mark.parametrize("spec,args,message", [
     ("{not json", ("--job", "ps", "--task", "0"), "bad cluster spec"),
     ('{"ps": ["127.0.0.1:99999"]}', ("--job", "ps", "--task", "0"), "port in 1..65535"),
