@@ -218,7 +218,7 @@ class _FeedSpec:
         return arr
 
 
-def feed_items(feed_dict: Any) -> list[tuple[Any, Any]]:
+def _feed_items(feed_dict: Any) -> list[tuple[Any, Any]]:
     """The (key, value) pairs of a feed_dict, an `IndexedSlices` key fed with an `IndexedSlicesValue` (or a
     (values, indices[, dense_shape]) tuple) taken apart into its tensors, as TF1 does."""
     out = []
@@ -353,6 +353,12 @@ class BaseSession:
     def _prepare(self, fetches: Any, feed_dict: Any) -> tuple[_Fetches, _CompiledRun, list[Any]]:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        mapped, feed_tensors, feed_values = self._map(fetches, feed_dict)
+        return mapped, self._compile(mapped, feed_tensors), feed_values
+
+    def _map(self, fetches: Any, feed_dict: Any) -> tuple[_Fetches, list[Tensor], list[Any]]:
+        """The flattened fetches (cached per structure) and the fed tensors with their converted values;
+        the embedded and the remote session both start a step here."""
         key = _fetch_key(fetches)
         mapped = self._fetch_cache.get(key) if key is not None else None
         if mapped is None:
@@ -363,7 +369,7 @@ class BaseSession:
         feed_values: list[Any] = []
         if feed_dict:
             specs = self._feed_specs
-            for k, value in feed_items(feed_dict):
+            for k, value in _feed_items(feed_dict):
                 spec = specs.get(k) if isinstance(k, (Tensor, str)) else None
                 if spec is None:
                     spec = _FeedSpec(self._feed_key(k))
@@ -371,7 +377,7 @@ class BaseSession:
                         specs[k] = spec
                 feed_tensors.append(spec.tensor)
                 feed_values.append(spec.convert(value))
-        return mapped, self._compile(mapped, feed_tensors), feed_values
+        return mapped, feed_tensors, feed_values
 
     def _feed_key(self, key: Any) -> Tensor:
         if hasattr(key, "_as_graph_element") and not isinstance(key, Tensor):

@@ -188,28 +188,9 @@ class RemoteSession:
         return out
 
     def _prepare(self, session: Any, fetches: Any, feed_dict: Any, network: bool = True) -> tuple:
-        from asyncflow.session import _FeedSpec, _fetch_key, _Fetches, feed_items
-
         if self.closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        key = _fetch_key(fetches)
-        cache = session._fetch_cache
-        mapped = cache.get(key) if key is not None else None
-        if mapped is None:
-            mapped = _Fetches(self.graph, fetches)
-            if key is not None and len(cache) < 1024:
-                cache[key] = mapped
-        feed_tensors, feed_values = [], []
-        if feed_dict:
-            specs = session._feed_specs
-            for k, value in feed_items(feed_dict):
-                spec = specs.get(k) if isinstance(k, (Tensor, str)) else None
-                if spec is None:
-                    spec = _FeedSpec(session._feed_key(k))
-                    if isinstance(k, (Tensor, str)):
-                        specs[k] = spec
-                feed_tensors.append(spec.tensor)
-                feed_values.append(spec.convert(value))
+        mapped, feed_tensors, feed_values = session._map(fetches, feed_dict)
         call = self._callable(mapped.tensors, mapped.targets, feed_tensors, network)
         return mapped, call, feed_values
 
