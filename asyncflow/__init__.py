@@ -65,6 +65,24 @@ from asyncflow.partitioned_variables import *
 from asyncflow.variable_scope import *
 from asyncflow.control_flow import case, cond, while_loop
 from asyncflow.ops.control_flow_ops import raw_ops
+from asyncflow.ops.linalg_ops import *
+from asyncflow.ops.math_extra import *
+from asyncflow.ops.array_extra import *
+from asyncflow.ops.random_extra import *
+from asyncflow.ops.tensor_array import *
+from asyncflow.ops.sparse_ops import *
+from asyncflow.ops.string_ops import *
+from asyncflow.ops.check_ops import *
+from asyncflow.ops.logging_ops import *
+from asyncflow.ops.script_ops import *
+from asyncflow.sparse_tensor import *
+from asyncflow.functional import *
+from asyncflow import layers as layers
+from asyncflow import losses as losses
+from asyncflow import metrics as metrics
+from asyncflow import image as image
+from asyncflow import sparse as sparse
+from asyncflow import strings as strings
 
 _overloads.attach()
 _variables._delegate_operators()

@@ -124,7 +124,10 @@ REAL = FLOATING + INTEGER
 NUMERIC = REAL + COMPLEX
 
 _BY_NAME = ({d.name: d for d in ALL + (resource,)} | {d._ref.name: d._ref for d in ALL}
-            | {"half": float16, "double": float64})
+            # TF1's C-style aliases ("float" is float32: `tf.placeholder("float", [None, 784])`);
+            # "int" and "long" are not names in TF either, so they stay a TypeError.
+            | {"half": float16, "float": float32, "double": float64,
+               "half_ref": float16._ref, "float_ref": float32._ref, "double_ref": float64._ref})
 _BY_ENUM = {d.as_datatype_enum: d for d in ALL + (resource,)} | {d._ref.as_datatype_enum: d._ref for d in ALL}
 _BY_NP = {d.np: d for d in ALL if d is not string}
 _BY_PY = {float: float64, int: int64, complex: complex128, str: string, bytes: string}

@@ -1,3 +1,10 @@
-"""`af.nn`: neural-network ops, as `tf.compat.v1.nn` (declared in asyncflow.ops.nn_ops)."""
+"""`af.nn`: neural-network ops, as `tf.compat.v1.nn` (declared in asyncflow.ops.nn_* and asyncflow.rnn)."""
 
+from asyncflow.ops.nn_conv_extra import *
+from asyncflow.ops.nn_extra import *
+from asyncflow.ops.nn_norm import *
 from asyncflow.ops.nn_ops import *
+from asyncflow.ops.nn_sampling import *
+from asyncflow.rnn import rnn_cell as rnn_cell
+from asyncflow.rnn.dynamic import *
+from asyncflow.rnn.static import *

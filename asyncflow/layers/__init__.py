@@ -1,0 +1,3 @@
+"""af.layers, as tf.compat.v1.layers."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Image kernels (resize, codecs) behind af.image."""
+
+__all__: list[str] = []

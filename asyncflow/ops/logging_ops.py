@@ -1,0 +1,3 @@
+"""Print, Assert, check_numerics."""
+
+__all__: list[str] = []

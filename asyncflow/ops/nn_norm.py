@@ -1,0 +1,3 @@
+"""Batch normalization ops (nn.batch_normalization, nn.fused_batch_norm)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""py_func and numpy_function (in-process only)."""
+
+__all__: list[str] = []

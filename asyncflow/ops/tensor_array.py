@@ -1,0 +1,3 @@
+"""TensorArray (TF1's TensorArrayV3 family)."""
+
+__all__: list[str] = []

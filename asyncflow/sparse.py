@@ -1,0 +1,3 @@
+"""af.sparse, as tf.compat.v1.sparse."""
+
+__all__: list[str] = []

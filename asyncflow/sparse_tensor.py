@@ -1,0 +1,3 @@
+"""SparseTensor and SparseTensorValue."""
+
+__all__: list[str] = []
