@@ -408,6 +408,17 @@ class Graph:
         return out
 
     @contextlib.contextmanager
+    def init_scope(self) -> Iterator[None]:
+        """TF's `init_scope`: outside any cond or loop being built and without control dependencies
+        (name scope and device kept), where variables and their initializers are created."""
+        saved, self._cf_context = self._cf_context, None
+        try:
+            with self.control_dependencies(None):
+                yield
+        finally:
+            self._cf_context = saved
+
+    @contextlib.contextmanager
     def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:
         # As TF: colocation is stronger than device scopes, so the device stack is set aside
         # inside (a variable's Assign stays with it under a replica_device_setter).
@@ -615,6 +626,11 @@ def device(device_name_or_function: Any) -> Any:
 
 def control_dependencies(control_inputs: Sequence[Any] | None) -> Any:
     return get_default_graph().control_dependencies(control_inputs)
+
+
+def init_scope() -> Any:
+    """`af.init_scope()`: see `Graph.init_scope`."""
+    return get_default_graph().init_scope()
 
 
 def container(container_name: str) -> Any:

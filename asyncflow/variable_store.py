@@ -226,13 +226,13 @@ class _VariableStore:
                                  "and the shape should not be provided or an instance of "
                                  "`tf.keras.initializers.*' and `shape` should be fully defined.")
         graph = get_default_graph()
-        with graph.control_dependencies(None):  # TF1 creates variables under init_scope
+        with graph.init_scope():  # TF1 creates variables under init_scope, outside any loop or cond
             v = Variable(initial_value=init_val, name=name, trainable=trainable, collections=collections,
                          dtype=variable_dtype, validate_shape=validate_shape, constraint=constraint, shape=shape)
         self._vars[name] = v
         self._created_at[name] = _user_traceback()
         if regularizer:
-            with colocate_with(v.op), graph.name_scope(name + "/Regularizer/"):
+            with colocate_with(v.op), graph.name_scope(name + "/Regularizer/"), graph.init_scope():
                 loss = regularizer(v)
             if loss is not None:
                 add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)

@@ -59,7 +59,14 @@ class Variable:
         self._trainable = trainable
         self._constraint = constraint
         init_from_fn = callable(initial_value)
-        with name_scope(name, "Variable", [] if init_from_fn else [initial_value]) as scope:
+        graph = get_default_graph()
+        if (not init_from_fn and isinstance(initial_value, Tensor) and graph._cf_context is not None
+                and initial_value.op._cf_context is not None):
+            raise ValueError(
+                f"Initializer for variable {name or 'Variable'} is from inside a control-flow construct, such as a "
+                "loop or conditional. When creating a variable inside a loop or conditional, use a lambda as the "
+                "initializer.")
+        with graph.init_scope(), name_scope(name, "Variable", [] if init_from_fn else [initial_value]) as scope:
             if init_from_fn:
                 with name_scope("Initializer"), get_default_graph().colocate_with(None, ignore_existing=True):
                     initial_value = initial_value()
