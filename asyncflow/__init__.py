@@ -27,6 +27,7 @@ from asyncflow.graph import (
     get_collection_ref,
     get_default_graph,
     get_seed,
+    init_scope,
     name_scope,
     reset_default_graph,
     set_random_seed,
@@ -77,6 +78,7 @@ from asyncflow.ops.logging_ops import *
 from asyncflow.ops.script_ops import *
 from asyncflow.sparse_tensor import *
 from asyncflow.functional import *
+from asyncflow.behavior import *
 from asyncflow import layers as layers
 from asyncflow import losses as losses
 from asyncflow import metrics as metrics

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from asyncflow import errors
+from asyncflow.device import DeviceSpec
 from asyncflow.exec.executor import Plan, Step, compile_plan
 from asyncflow.exec.frames import FrameStep
 from asyncflow.exec.resources import ResourceContainer
@@ -83,6 +84,31 @@ class ConfigProto:
         self.shuffle_seed = shuffle_seed  # asyncflow: pop ready ops in a seeded random order (tests)
         self.compression = compression  # asyncflow: "float16" | "bfloat16" for tensors between processes
         self.ignored = ignored
+
+
+LOCAL_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+_LOCAL = DeviceSpec.from_string(LOCAL_DEVICE)
+
+
+def check_local_devices(ops: Any, allow_soft_placement: bool) -> None:
+    """TF1's placer for the in-process session, whose one device is `LOCAL_DEVICE`.
+
+    An op pinned to a device this process does not have (`/gpu:0`, `/cpu:1`, `/job:ps`) is an
+    `InvalidArgumentError` naming the op and the devices; with `allow_soft_placement` a device
+    type or index that does not exist falls back to the CPU, while a job, replica or task that is
+    not this process's stays an error (as TF1's DirectSession)."""
+    for op in ops:
+        if not op.device:
+            continue
+        spec = DeviceSpec.from_string(op.device)
+        where_ok = spec.job in (None, _LOCAL.job) and spec.replica in (None, 0) and spec.task in (None, 0)
+        device_ok = spec.device_type in (None, "CPU") and spec.device_index in (None, 0)
+        if where_ok and (device_ok or allow_soft_placement):
+            continue
+        raise errors.InvalidArgumentError(
+            None, op, f"Cannot assign a device for operation {op.name}: it was explicitly assigned to {op.device} "
+                      f"but available devices are [ {LOCAL_DEVICE} ]. Make sure the device specification refers "
+                      f"to a valid device" + ("." if where_ok else ", or run it on a cluster (af.Session(target))."))
 
 
 # -- fetches ---------------------------------------------------------------------------------------
@@ -339,6 +365,7 @@ class BaseSession:
             run = self._plans.get(key)
             if run is None:
                 plan = compile_plan(fetches.tensors, fetches.targets, feed_tensors, self._resources)
+                check_local_devices(plan.nodes, self._config.allow_soft_placement)
                 for op in plan.nodes:
                     if op.type == "Placeholder":
                         shape = op._attrs["shape"]

@@ -174,12 +174,12 @@ def _build_varied_graph():
     refined = af.identity(p_any)
     refined.set_shape([2, None])
     pwd = af.placeholder_with_default(np.array([1.5, 2.5], np.float32), [None], name="pwd")
-    with af.device("/job:ps/task:0"):
+    with af.device("/job:localhost/task:0"):
         v = af.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="v")
     w = af.Variable(AWKWARD["int32"], name="w")
     with af.colocate_with(v.op):
         near_v = af.multiply(v, 2.0, name="near_v")
-    with af.device("/job:worker/task:1/device:CPU:0"):
+    with af.device("/job:localhost/replica:0/task:0/device:CPU:0"):
         total = af.add(af.add(p, near_v), 1.0)
     split = OPS["_TestSerialSplit"](af.stack([pwd, pwd]), num=2, name="split")
     picked = af.subtract(split[2], split[0], name="picked")
