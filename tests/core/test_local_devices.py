@@ -27,7 +27,8 @@ def test_a_device_this_process_lacks_is_invalid_argument_naming_op_and_devices(d
         with pytest.raises(af.errors.InvalidArgumentError) as info:
             sess.run(b)
     message = str(info.value)
-    assert "Cannot assign a device for operation b" in message and af.DeviceSpec.from_string(device).to_string() in message
+    assert "Cannot assign a device for operation b" in message
+    assert af.DeviceSpec.from_string(device).to_string() in message
     assert "/job:localhost/replica:0/task:0/device:CPU:0" in message
     assert info.value.op is not None and info.value.op.name in ("b", "b/y")  # b or its constant input
 
