@@ -123,6 +123,11 @@ class RemoteSession:
         if graph.version == self._synced and self.handle is not None:
             return
         ops = graph.get_operations()
+        local = next((op for op in ops[len(self._sent):] if op.op_def is not None and op.op_def.in_process_only), None)
+        if local is not None:
+            raise errors.InvalidArgumentError(
+                None, local, f"{local.type} '{local.name}' calls a Python function of this process, so its graph "
+                             "cannot be sent to a server; run it in an in-process af.Session()")
         n = len(self._sent)
         changed = n > len(ops) or any(a is not b for a, b in zip(ops[:n], self._sent)) or \
             any(len(op._control_inputs) != c for op, c in zip(self._sent, self._controls))

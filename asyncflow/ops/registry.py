@@ -168,6 +168,7 @@ class OpDef:
     differentiable: bool = True
     commutative: bool = False
     constant: bool = False  # output is `ctx.output`, set by `prepare`; the executor presets it
+    in_process_only: bool = False  # runs Python of this process (py_func): never sent to a server
     # The whitepaper's control-flow primitives: "switch", "merge", "enter", "exit" or
     # "next_iteration"; the frame-aware executor (exec/frames.py) routes their outputs.
     control_flow: str | None = None
