@@ -1,3 +1,3 @@
-"""af.image, as tf.compat.v1.image."""
+"""af.image, as tf.compat.v1.image (composites in image_ops.py over the kernels of asyncflow/ops/image_ops.py)."""
 
-__all__: list[str] = []
+from asyncflow.image.image_ops import *
