@@ -64,7 +64,7 @@ from asyncflow.variables import *
 from asyncflow.init_ops import *
 from asyncflow.partitioned_variables import *
 from asyncflow.variable_scope import *
-from asyncflow.control_flow import case, cond, while_loop
+from asyncflow.control_flow import case, cond, switch_case, while_loop
 from asyncflow.ops.control_flow_ops import raw_ops
 from asyncflow.ops.linalg_ops import *
 from asyncflow.ops.math_extra import *
@@ -79,6 +79,8 @@ from asyncflow.ops.script_ops import *
 from asyncflow.sparse_tensor import *
 from asyncflow.functional import *
 from asyncflow.behavior import *
+from asyncflow.ops.array_identity import *
+from asyncflow.custom_gradient import *
 from asyncflow import layers as layers
 from asyncflow import losses as losses
 from asyncflow import metrics as metrics

@@ -19,6 +19,7 @@ from typing import Any
 from asyncflow import dtypes
 from asyncflow.graph import Operation, Tensor, control_dependencies, get_default_graph, name_scope
 from asyncflow.ops import control_flow_ops as cf
+from asyncflow.ops import math
 from asyncflow.ops.array import identity
 from asyncflow.ops.registry import convert_to_tensor
 from asyncflow.shapes import TensorShape, as_shape
@@ -240,6 +241,26 @@ def case(pred_fn_pairs: Any, default: Callable[[], Any] | None = None, exclusive
             return cond(p, f, lambda: build(i + 1), strict=strict)
 
         return build(0)
+
+
+def switch_case(branch_index: Any, branch_fns: Any, default: Callable[[], Any] | None = None,
+                name: str = "switch_case") -> Any:
+    """`af.switch_case`: the branch `branch_index` selects (an int32 scalar); out of range, `default`, or
+    the last branch when there is none, as TF."""
+    pairs = sorted(branch_fns.items()) if isinstance(branch_fns, dict) else list(enumerate(branch_fns))
+    if not pairs:
+        raise ValueError("switch_case: branch_fns must not be empty")
+    for key, fn in pairs:
+        if not isinstance(key, int) or not callable(fn):
+            raise TypeError(f"switch_case: branch_fns must map int keys to callables, got {key!r}: {fn!r}")
+    with name_scope(name, "switch_case", [branch_index]):
+        index = convert_to_tensor(branch_index, name="branch_index")
+        if index.dtype.base_dtype not in (dtypes.int32, dtypes.int64):
+            raise TypeError(f"switch_case: branch_index must be an int32 scalar, got {index.dtype.base_dtype.name}")
+        if index.shape.ndims not in (None, 0):
+            raise ValueError(f"switch_case: branch_index must be a scalar, got shape {index.shape}")
+        fallback = default if default is not None else pairs[-1][1]
+        return case([(math.equal(index, key), fn) for key, fn in pairs], default=fallback, exclusive=True)
 
 
 # -- while_loop ------------------------------------------------------------------------------------------

@@ -246,6 +246,30 @@ def local_variables_initializer() -> Operation:
     return variables_initializer(local_variables(), name="init")
 
 
+def initialize_variables(var_list: list[Variable], name: str = "init") -> Operation:
+    """`tf.initialize_variables`: TF1's older name of `variables_initializer`."""
+    return variables_initializer(var_list, name=name)
+
+
+def initialize_local_variables() -> Operation:
+    """`tf.initialize_local_variables`: TF1's older name of `local_variables_initializer`."""
+    return local_variables_initializer()
+
+
+def moving_average_variables(scope: str | None = None) -> list[Any]:
+    """`tf.moving_average_variables`: the MOVING_AVERAGE_VARIABLES collection."""
+    return get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
+
+
+def tables_initializer(name: str = "init_all_tables") -> Operation:
+    """`tf.tables_initializer`: the TABLE_INITIALIZERS collection grouped (a NoOp when empty, as TF1)."""
+    initializers = get_collection(GraphKeys.TABLE_INITIALIZERS)
+    return group(*initializers, name=name) if initializers else no_op(name=name)
+
+
+initialize_all_tables = tables_initializer
+
+
 initialize_all_variables = global_variables_initializer
 
 
@@ -272,6 +296,7 @@ def report_uninitialized_variables(var_list: list[Variable] | None = None,
 __all__ = [
     "Variable", "global_variables", "all_variables", "local_variables", "trainable_variables",
     "model_variables", "variables_initializer", "global_variables_initializer",
-    "local_variables_initializer", "initialize_all_variables", "is_variable_initialized",
+    "local_variables_initializer", "initialize_all_variables", "is_variable_initialized", "initialize_variables",
+    "initialize_local_variables", "moving_average_variables", "tables_initializer", "initialize_all_tables",
     "report_uninitialized_variables",
 ]
