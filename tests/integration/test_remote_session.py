@@ -40,6 +40,9 @@ def _run_both(target, build, script):
     out = []
     for tgt in ("", target):
         handles = build()
+        if not tgt:  # the in-process session has one device and refuses /job:ps, as TF1's does
+            for op in handles[0].get_operations():
+                op._set_device(None)
         with af.Session(tgt, graph=handles[0]) as sess:
             out.append(script(sess, handles))
     return out
