@@ -244,11 +244,24 @@ class _FeedSpec:
         return arr
 
 
+def _flatten_feed(items: Any) -> Any:
+    """TF1's `nest.flatten_dict_items`: a key that is a (nested) tuple of tensors, such as an RNN's
+    LSTMStateTuple state, is fed from a value of the same structure, leaf by leaf."""
+    for key, value in items:
+        if isinstance(key, (tuple, list)):
+            if not isinstance(value, (tuple, list)) or len(value) != len(key):
+                raise ValueError(f"Could not feed {type(value).__name__} into a feed_dict key that is a structure of "
+                                 f"{len(key)} tensors: the value must have the key's structure")
+            yield from _flatten_feed(zip(key, value))
+        else:
+            yield key, value
+
+
 def _feed_items(feed_dict: Any) -> list[tuple[Any, Any]]:
     """The (key, value) pairs of a feed_dict, an `IndexedSlices` key fed with an `IndexedSlicesValue` (or a
     (values, indices[, dense_shape]) tuple) taken apart into its tensors, as TF1 does."""
     out = []
-    for key, value in feed_dict.items():
+    for key, value in _flatten_feed(feed_dict.items()):
         if not isinstance(key, IndexedSlices):
             out.append((key, value))
             continue

@@ -43,6 +43,7 @@ from asyncflow.ops.control import group
 from asyncflow.ops.registry import constant, convert_to_tensor
 from asyncflow.train.training_util import *  # noqa: F403 - re-exported: af.train.get_global_step & co.
 from asyncflow.train.training_util import __all__ as _training_util_all
+from asyncflow.variable_scope import get_variable_scope
 from asyncflow.variables import Variable
 
 _VALID_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
@@ -61,8 +62,11 @@ def _create_slot(primary: Variable, make_value: Callable[[], Tensor], op_name: s
     """A slot variable `<primary>/<op_name>[_N]`: colocated with `primary`, outside any name scope or control
     dependency of the caller (TF's slot_creator under init_scope)."""
     graph = primary.graph
+    with graph.as_default():
+        scope = get_variable_scope().name  # as TF1's slot_creator: the slot lives in the current variable scope
+    prefix = f"{scope}/" if scope else ""
     with graph.as_default(), graph.name_scope(""), graph.control_dependencies(None), colocate_with(primary.op):
-        return Variable(make_value, name=f"{primary.op.name}/{op_name}", trainable=False, dtype=dtype,
+        return Variable(make_value, name=f"{prefix}{primary.op.name}/{op_name}", trainable=False, dtype=dtype,
                         validate_shape=validate_shape)
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from asyncflow import dtypes
 from asyncflow.graph import Graph, GraphKeys, Tensor, get_default_graph
-from asyncflow.ops import array
+from asyncflow.init_ops import zeros_initializer
+from asyncflow.variable_scope import get_variable
 from asyncflow.variables import Variable
 
 
@@ -33,9 +34,9 @@ def create_global_step(graph: Graph | None = None) -> Variable:
     graph = graph or get_default_graph()
     if get_global_step(graph) is not None:
         raise ValueError('"global_step" already exists.')
-    with graph.as_default(), graph.name_scope(""):
-        return Variable(lambda: array.zeros([], dtypes.int64), name=GraphKeys.GLOBAL_STEP, trainable=False,
-                        dtype=dtypes.int64, collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
+    with graph.as_default(), graph.name_scope(""):  # as TF1: get_variable, so the variable scope names it
+        return get_variable(GraphKeys.GLOBAL_STEP, shape=[], dtype=dtypes.int64, initializer=zeros_initializer(),
+                            trainable=False, collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
 
 
 def get_or_create_global_step(graph: Graph | None = None) -> Any:
