@@ -1,3 +1,3 @@
-"""af.losses, as tf.compat.v1.losses."""
+"""af.losses, as tf.compat.v1.losses (composites in losses_impl.py)."""
 
-__all__: list[str] = []
+from asyncflow.losses.losses_impl import *

@@ -487,7 +487,7 @@ def _shape_as_tensor(t: Tensor) -> Tensor:
     """TF's `shape_internal(t)` without out_type: a Const `shape_as_tensor` when known, else a Shape op."""
     with name_scope(None, "Shape", [t]) as scope:
         if t.shape.is_fully_defined():
-            return constant(t.shape.as_list(), name="shape_as_tensor")
+            return constant(t.shape.as_list(), dtype=dtypes.int32, name="shape_as_tensor")
         return shape_op(t, name=scope)
 
 
