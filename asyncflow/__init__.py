@@ -88,6 +88,12 @@ from asyncflow import image as image
 from asyncflow import sparse as sparse
 from asyncflow import strings as strings
 
+from asyncflow import math as math  # the TF1 namespaces of aliases last: they bind names defined above
+from asyncflow import linalg as linalg
+from asyncflow import random as random
+from asyncflow import initializers as initializers
+from asyncflow import debugging as debugging
+
 _overloads.attach()
 _variables._delegate_operators()
 

@@ -199,6 +199,44 @@ class GlorotNormal(VarianceScaling):
         return {"seed": self.seed, "dtype": self.dtype.name}
 
 
+def he_normal(seed: int | None = None) -> VarianceScaling:
+    """`tf.initializers.he_normal`: truncated normal with variance 2 / fan_in."""
+    return VarianceScaling(scale=2.0, mode="fan_in", distribution="truncated_normal", seed=seed)
+
+
+def he_uniform(seed: int | None = None) -> VarianceScaling:
+    """`tf.initializers.he_uniform`: uniform with variance 2 / fan_in."""
+    return VarianceScaling(scale=2.0, mode="fan_in", distribution="uniform", seed=seed)
+
+
+def lecun_normal(seed: int | None = None) -> VarianceScaling:
+    """`tf.initializers.lecun_normal`: truncated normal with variance 1 / fan_in."""
+    return VarianceScaling(scale=1.0, mode="fan_in", distribution="truncated_normal", seed=seed)
+
+
+def lecun_uniform(seed: int | None = None) -> VarianceScaling:
+    """`tf.initializers.lecun_uniform`: uniform with variance 1 / fan_in."""
+    return VarianceScaling(scale=1.0, mode="fan_in", distribution="uniform", seed=seed)
+
+
+class Identity(Initializer):
+    """`af.identity_initializer(gain=1.0, dtype=af.float32)`: gain * the identity matrix (2-D shapes only)."""
+
+    def __init__(self, gain: float = 1.0, dtype: Any = dtypes.float32):
+        self.gain = gain
+        self.dtype = _assert_float_dtype(dtypes.as_dtype(dtype))
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
+        full = partition_info.full_shape if partition_info is not None else shape
+        if len(full) != 2:
+            raise ValueError("Identity matrix initializer can only be used for 2D matrices.")
+        dtype = dtypes.as_dtype(dtype) if dtype is not None else self.dtype
+        return constant(np.eye(int(full[0]), int(full[1])) * self.gain, dtype=dtype)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"gain": self.gain, "dtype": self.dtype.name}
+
+
 zeros_initializer = Zeros
 ones_initializer = Ones
 constant_initializer = Constant
@@ -208,9 +246,10 @@ truncated_normal_initializer = TruncatedNormal
 variance_scaling_initializer = VarianceScaling
 glorot_uniform_initializer = GlorotUniform
 glorot_normal_initializer = GlorotNormal
+identity_initializer = Identity
 
 __all__ = [
     "zeros_initializer", "ones_initializer", "constant_initializer", "random_uniform_initializer",
     "random_normal_initializer", "truncated_normal_initializer", "variance_scaling_initializer",
-    "glorot_uniform_initializer", "glorot_normal_initializer",
+    "glorot_uniform_initializer", "glorot_normal_initializer", "identity_initializer",
 ]
