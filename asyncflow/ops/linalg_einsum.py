@@ -80,6 +80,9 @@ def _einsum_shape(b: BuildContext) -> TensorShape:
     shape=_einsum_shape)
 async def Einsum(k, *xs):
     ins, out = _parse(k.equation, len(xs))
+    # numpy's summation order follows the inputs' strides: contiguous inputs make the bits a function of
+    # the values alone (a transposed constant and its serialised copy must give the same result).
+    xs = [np.ascontiguousarray(x) for x in xs]
     return np.asarray(np.einsum(",".join(ins) + "->" + out, *xs)).astype(k.out_dtypes[0])
 
 
