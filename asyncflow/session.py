@@ -27,6 +27,7 @@ from asyncflow.exec.frames import FrameStep
 from asyncflow.exec.resources import ResourceContainer
 from asyncflow.gradients import IndexedSlices, IndexedSlicesValue
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph
+from asyncflow.sparse_tensor import SparseTensor, SparseTensorValue
 
 _session_ids = itertools.count(1)
 _live_sessions: weakref.WeakSet = weakref.WeakSet()  # in-process sessions, for Session.reset("")
@@ -148,6 +149,9 @@ class _Fetches:
             parts = [self._element(fetch.values), self._element(fetch.indices),
                      self._element(fetch.dense_shape) if fetch.dense_shape is not None else lambda values: None]
             return lambda values: IndexedSlicesValue(*(p(values) for p in parts))
+        if isinstance(fetch, SparseTensor):  # TF1 gives a SparseTensorValue
+            parts = [self._element(t) for t in (fetch.indices, fetch.values, fetch.dense_shape)]
+            return lambda values: SparseTensorValue(*(p(values) for p in parts))
         if isinstance(fetch, (Tensor, Operation, str)) or hasattr(fetch, "_as_graph_element"):
             return self._element(fetch)
         if isinstance(fetch, Mapping):
@@ -262,6 +266,12 @@ def _feed_items(feed_dict: Any) -> list[tuple[Any, Any]]:
     (values, indices[, dense_shape]) tuple) taken apart into its tensors, as TF1 does."""
     out = []
     for key, value in _flatten_feed(feed_dict.items()):
+        if isinstance(key, SparseTensor):  # a SparseTensorValue or an (indices, values, dense_shape) tuple
+            if not isinstance(value, (tuple, list)) or len(value) != 3:
+                raise TypeError(f"A SparseTensor feed ({key.values.name}) takes a SparseTensorValue or an "
+                                f"(indices, values, dense_shape) tuple, got {type(value).__name__}")
+            out += list(zip((key.indices, key.values, key.dense_shape), value))
+            continue
         if not isinstance(key, IndexedSlices):
             out.append((key, value))
             continue
@@ -279,6 +289,8 @@ def _fetch_key(fetches: Any) -> Any:
     """A hashable key for a fetch structure (to reuse its flattening), or None when it has none."""
     if isinstance(fetches, IndexedSlices):
         return (IndexedSlices, fetches.values, fetches.indices, fetches.dense_shape)
+    if isinstance(fetches, SparseTensor):
+        return (SparseTensor, fetches.indices, fetches.values, fetches.dense_shape)
     if isinstance(fetches, (Tensor, Operation, str)) or hasattr(fetches, "_as_graph_element"):
         return fetches
     if isinstance(fetches, (list, tuple)):
