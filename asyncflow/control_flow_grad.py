@@ -172,7 +172,11 @@ def loop_gradients(loop: _WhileContext, members: set[Operation], exit_grads: lis
         out += [add(acc, dense(g)) if g is not None else acc for g, acc in zip(grads[len(var_ids):], accs)]
         return out
 
-    result = while_loop(cond, body, init, parallel_iterations=loop.parallel_iterations,
+    # A gradient varies across backward iterations as its variable did forward (an accumulator that grows
+    # by one row per step, say), so each takes its forward loop variable's invariant shape.
+    invariants = [count.shape] + [loop.identities[j].shape for j in var_ids]
+    invariants += [t.shape for t in init[1 + len(var_ids):]]
+    result = while_loop(cond, body, init, shape_invariants=invariants, parallel_iterations=loop.parallel_iterations,
                         name=f"{loop.scope[:-1].split('/')[-1]}_grad", _context_factory=_grad_context(loop),
                         return_same_structure=True)
     out: dict[Tensor, Any] = {}

@@ -199,6 +199,28 @@ def test_dynamic_rnn_gradient_matches_finite_differences():
     assert not analytic_x[1, 2].any()  # past its length, an input has no effect
 
 
+def test_dynamic_rnn_gradient_with_every_dimension_static_and_no_sequence_length():
+    """The backward loop's gradient of the output accumulator shrinks by a row per step: it must take the forward
+    accumulator's invariant shape [None, ...] rather than the fully static shape it enters with."""
+    cell = af.nn.rnn_cell.BasicLSTMCell(2)
+    x = af.placeholder(af.float64, [2, 3, 2])
+    outputs, state = af.nn.dynamic_rnn(cell, x, dtype=af.float64)
+    loss = af.reduce_sum(outputs * outputs) + af.reduce_sum(state.h)
+    (g_x,) = af.gradients(loss, [x])
+    assert g_x.shape.as_list() == [2, 3, 2]
+    xv = RNG.randn(2, 3, 2)
+    sess = af.Session()
+    sess.run(af.global_variables_initializer())
+    eps = 1e-6
+    numeric = np.zeros_like(xv)
+    for idx in np.ndindex(*xv.shape):
+        plus, minus = xv.copy(), xv.copy()
+        plus[idx] += eps
+        minus[idx] -= eps
+        numeric[idx] = (sess.run(loss, {x: plus}) - sess.run(loss, {x: minus})) / (2 * eps)
+    np.testing.assert_allclose(sess.run(g_x, {x: xv}), numeric, rtol=1e-5, atol=1e-7)
+
+
 def test_bidirectional_rnns_reverse_within_each_length():
     lengths = np.array([4, 3, 1], np.int32)
     fw, bw = af.nn.rnn_cell.GRUCell(2, name="f"), af.nn.rnn_cell.GRUCell(2, name="b")
