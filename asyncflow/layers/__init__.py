@@ -1,3 +1,7 @@
-"""af.layers, as tf.compat.v1.layers."""
+"""af.layers, as tf.compat.v1.layers: the v1 layer classes and their functional forms, each module as TF1 splits them
+(base, core, convolutional, pooling, normalization)."""
 
-__all__: list[str] = []
+from asyncflow.layers.base import InputSpec, Layer
+from asyncflow.layers.core import Dense, Dropout, Flatten, dense, dropout, flatten
+
+__all__: list[str] = ["Layer", "InputSpec", "Dense", "Dropout", "Flatten", "dense", "dropout", "flatten"]

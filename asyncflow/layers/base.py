@@ -6,6 +6,10 @@ when `reuse` asks for existing variables. The first call builds the variables (`
 `add_weight` -> `get_variable`) and every later call reuses them, in the same name scope (`dense/`),
 so op names are TF1's (`dense/MatMul`, then `dense/MatMul_1`). Weight regularizers add to
 REGULARIZATION_LOSSES (`dense/kernel/Regularizer/...`), `add_update` to UPDATE_OPS, as the v1 layers do.
+A layer's `input_spec` (asyncflow/layers/input_spec.py) is checked on every call, before the first build; an
+activity regularizer's loss is divided by the batch size (`<layer>/ActivityRegularizer/truediv`), as TF's.
+The functional forms (`af.layers.dense(..., name=, reuse=)`) pass `_scope=name`: the variable scope is then
+captured when the layer is made, in the enclosing scope, as TF1's.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from typing import Any
 from asyncflow import dtypes
 from asyncflow.graph import Graph, GraphKeys, add_to_collection, add_to_collections, get_default_graph
 from asyncflow.graph import name_scope as name_scope_op
+from asyncflow.layers.input_spec import InputSpec, assert_input_compatibility
+from asyncflow.ops import array, math
+from asyncflow.ops.registry import convert_to_tensor
 from asyncflow.variable_scope import get_variable, variable_scope
 
 _layer_names: weakref.WeakKeyDictionary[Graph, dict[str, int]] = weakref.WeakKeyDictionary()
@@ -62,7 +69,7 @@ class Layer:
         self._reuse = kwargs.pop("_reuse", None)
         self._activity_regularizer = kwargs.pop("activity_regularizer", None)
         kwargs.pop("input_shape", None)
-        kwargs.pop("_scope", None)
+        scope = kwargs.pop("_scope", None)
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword arguments {sorted(kwargs)}")
         self.trainable = trainable
@@ -73,7 +80,11 @@ class Layer:
         else:
             self._name = self._base_name = name
         self._scope: Any = None
+        if scope:
+            with variable_scope(scope) as captured:
+                self._scope = captured
         self._current_scope: Any = None
+        self.input_spec: Any = None
         self.built = False
         self._trainable_weights: list[Any] = []
         self._non_trainable_weights: list[Any] = []
@@ -104,6 +115,7 @@ class Layer:
         with variable_scope(self._scope, reuse=reuse, auxiliary_name_scope=False) as scope:
             self._current_scope = scope
             with name_scope_op(self._scope.original_name_scope):
+                assert_input_compatibility(self.input_spec, inputs, self.name)
                 if not self.built:
                     if self._dtype is None:
                         self._dtype = _first_dtype(inputs)
@@ -111,10 +123,23 @@ class Layer:
                     self.built = True
                 outputs = self.call(inputs, *args, **kwargs)
                 if self._activity_regularizer is not None:
-                    with name_scope_op("ActivityRegularizer"):
-                        for out in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
-                            self.add_loss(self._activity_regularizer(out))
+                    self._regularize_activity(outputs)
         return outputs
+
+    def apply(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        """TF1's alias of calling the layer."""
+        return self(inputs, *args, **kwargs)
+
+    def _regularize_activity(self, outputs: Any) -> None:
+        # The loss is per example: the regularizer's value over the batch size (Keras's rule since TF 1.14).
+        with name_scope_op("ActivityRegularizer"):
+            for out in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
+                loss = self._activity_regularizer(out)
+                if loss is None:
+                    continue
+                loss = convert_to_tensor(loss)
+                batch = math.cast(array.shape(out)[0], loss.dtype.base_dtype)
+                self.add_loss(math.truediv(loss, batch))
 
     # -- weights, losses, updates ------------------------------------------------------------------------------
     def add_weight(self, name: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
@@ -151,14 +176,25 @@ class Layer:
     def add_update(self, updates: Any, inputs: Any = None) -> None:
         """Adds update ops to the layer and to UPDATE_OPS (what a train op must depend on)."""
         updates = list(updates) if isinstance(updates, (list, tuple)) else [updates]
+        updates = [u() if callable(u) else u for u in updates]
         self._updates.extend(updates)
+        collection = get_default_graph().get_collection_ref(GraphKeys.UPDATE_OPS)
         for u in updates:
-            add_to_collections([GraphKeys.UPDATE_OPS], u)
+            if not any(u is c for c in collection):
+                add_to_collections([GraphKeys.UPDATE_OPS], u)
 
     # -- TF1's properties -----------------------------------------------------------------------------------
     name = property(lambda self: self._name)
     dtype = property(lambda self: self._dtype.name if self._dtype is not None else None)
-    scope_name = property(lambda self: self._scope.name if self._scope is not None else None)
+
+    @property
+    def scope_name(self) -> str:
+        if self._scope is None:
+            raise ValueError(f'No name available for layer scope because the layer "{self._name}" has not been used '
+                             "yet. The scope name is determined the first time the layer instance is called. You must "
+                             "therefore call the layer before querying `scope_name`.")
+        return self._scope.name
+
     losses = property(lambda self: list(self._losses))
     updates = property(lambda self: list(self._updates))
     activity_regularizer = property(lambda self: self._activity_regularizer)
@@ -191,4 +227,4 @@ class Layer:
         return sum(int(w.shape.num_elements() or 0) for w in self.weights)
 
 
-__all__ = ["Layer"]
+__all__ = ["Layer", "InputSpec"]
