@@ -14,6 +14,7 @@ import pytest
 
 import asyncflow as af
 from asyncflow.ops import training_ops as T
+from asyncflow.ops import training_ops_extra as TX
 from asyncflow.ops.array_unique import unique
 from tests.ops.harness import Case, case_params, check_case
 
@@ -110,6 +111,56 @@ def unique_ref(x):
     return np.array(order, x.dtype), np.array([order.index(v) for v in x.tolist()], np.int32)
 
 
+def adadelta_ref(w, a, au, g, lr, rho, eps):
+    w, a, au, g = f64(w, a, au, g)
+    a = rho * a + (1 - rho) * g * g
+    step = np.sqrt(au + eps) / np.sqrt(a + eps) * g
+    return as32(w - lr * step, a, rho * au + (1 - rho) * step * step)
+
+
+def fobos(prox, rate, l1, l2):
+    return np.sign(prox) * np.maximum(np.abs(prox) - rate * l1, 0) / (1 + rate * l2)
+
+
+def proximal_gd_ref(w, g, lr, l1, l2):
+    w, g = f64(w, g)
+    return as32(fobos(w - lr * g, lr, l1, l2))
+
+
+def proximal_adagrad_ref(w, a, g, lr, l1, l2):
+    w, a, g = f64(w, a, g)
+    a = a + g * g
+    rate = lr / np.sqrt(a)
+    return as32(fobos(w - rate * g, rate, l1, l2), a)
+
+
+def ftrl_ref(w, a, lin, g, lr, l1, l2, lr_power, shrink=0.0, by_lr=False):
+    """FTRL-Proximal as tf.raw_ops.ApplyFtrl(V2) documents it (multiply_linear_by_lr scales linear by lr)."""
+    w, a, lin, g = f64(w, a, lin, g)
+    new_a = a + g * g
+    sigma = new_a ** -lr_power - a ** -lr_power
+    g_shrunk = g + 2 * shrink * w
+    if by_lr:
+        lin = lin + g_shrunk * lr - sigma * w
+        l1, quadratic = l1 * lr, new_a ** -lr_power + 2 * l2 * lr
+    else:
+        lin = lin + g_shrunk - sigma / lr * w
+        quadratic = new_a ** -lr_power / lr + 2 * l2
+    w = np.where(np.abs(lin) > l1, (l1 * np.sign(lin) - lin) / quadratic, 0.0)
+    return as32(w, new_a, lin)
+
+
+def adagrad_da_ref(w, ga, gga, g, lr, l1, l2, step):
+    w, ga, gga, g = f64(w, ga, gga, g)
+    ga, gga = ga + g, gga + g * g
+    w = -lr * np.sign(ga) * np.maximum(np.abs(ga) - step * l1, 0) / (l2 * step * lr + np.sqrt(gga))
+    return as32(w, ga, gga)
+
+
+W1, ACC1, MOM1, GD1 = W[:, 0], ACC[:, 0], MOM[:, 0], GD[:, 0]   # 1-D variables: TF's per-element loops
+L1, L2, SHRINK, POW = 0.05, 0.2, 0.3, -0.5
+
+
 CASES = [
     Case("apply_gradient_descent", ("ApplyGradientDescent",),
          update(lambda af, v: T.apply_gradient_descent(v["var"], np.float32(LR), G), var=W),
@@ -175,6 +226,84 @@ CASES = [
                 var=W, mg=MG, ms=ACC, mom=MOM),
          lambda: sparse_ref(sparse_centered_ref, [W, MG, ACC, MOM], GS, IDX, lr=LR, rho=RHO, mu=MU, eps=EPS),
          rtol=1e-5),
+    Case("apply_adadelta", ("ApplyAdadelta",),
+         update(lambda af, v: TX.apply_adadelta(v["var"], v["accum"], v["accum_update"], np.float32(LR),
+                                                np.float32(RHO), np.float32(EPS), G),
+                var=W, accum=ACC, accum_update=ACC * 0.5),
+         lambda: adadelta_ref(W, ACC, ACC * 0.5, G, LR, RHO, EPS), rtol=1e-5),
+    Case("sparse_apply_adadelta_repeated_index", ("SparseApplyAdadelta",),
+         update(lambda af, v: TX.sparse_apply_adadelta(v["var"], v["accum"], v["accum_update"], np.float32(LR),
+                                                       np.float32(RHO), np.float32(EPS), GD, DUP),
+                var=W, accum=ACC, accum_update=ACC),
+         lambda: sparse_ref(adadelta_ref, [W, ACC, ACC], GD, DUP, lr=LR, rho=RHO, eps=EPS), rtol=1e-5),
+    Case("apply_proximal_gradient_descent", ("ApplyProximalGradientDescent",),
+         update(lambda af, v: TX.apply_proximal_gradient_descent(v["var"], np.float32(LR), np.float32(L1),
+                                                                 np.float32(L2), G), var=W),
+         lambda: proximal_gd_ref(W, G, LR, L1, L2), rtol=1e-5),
+    Case("apply_proximal_gradient_descent_no_l1_f64", ("ApplyProximalGradientDescent",),
+         update(lambda af, v: TX.apply_proximal_gradient_descent(v["var"], 0.5, 0.0, 0.1, G.astype(np.float64)),
+                var=W.astype(np.float64)),
+         lambda: [fobos(W.astype(np.float64) - 0.5 * G.astype(np.float64), 0.5, 0.0, 0.1)]),
+    Case("sparse_apply_proximal_gradient_descent_repeated_index", ("SparseApplyProximalGradientDescent",),
+         update(lambda af, v: TX.sparse_apply_proximal_gradient_descent(v["var"], np.float32(LR), np.float32(L1),
+                                                                        np.float32(L2), GD, DUP), var=W),
+         lambda: sparse_ref(proximal_gd_ref, [W], GD, DUP, lr=LR, l1=L1, l2=L2), rtol=1e-5),
+    Case("apply_proximal_adagrad", ("ApplyProximalAdagrad",),
+         update(lambda af, v: TX.apply_proximal_adagrad(v["var"], v["accum"], np.float32(LR), np.float32(L1),
+                                                        np.float32(L2), G), var=W, accum=ACC),
+         lambda: proximal_adagrad_ref(W, ACC, G, LR, L1, L2), rtol=1e-5),
+    Case("sparse_apply_proximal_adagrad", ("SparseApplyProximalAdagrad",),
+         update(lambda af, v: TX.sparse_apply_proximal_adagrad(v["var"], v["accum"], np.float32(LR), np.float32(L1),
+                                                               np.float32(L2), GS, IDX), var=W, accum=ACC),
+         lambda: sparse_ref(proximal_adagrad_ref, [W, ACC], GS, IDX, lr=LR, l1=L1, l2=L2), rtol=1e-5),
+    Case("sparse_apply_proximal_adagrad_1d_repeated_index", ("SparseApplyProximalAdagrad",),
+         update(lambda af, v: TX.sparse_apply_proximal_adagrad(v["var"], v["accum"], np.float32(LR), np.float32(0.0),
+                                                               np.float32(L2), GD1, DUP), var=W1, accum=ACC1),
+         lambda: sparse_ref(proximal_adagrad_ref, [W1, ACC1], GD1, DUP, lr=LR, l1=0.0, l2=L2), rtol=1e-5),
+    Case("apply_ftrl", ("ApplyFtrl",),
+         update(lambda af, v: TX.apply_ftrl(v["var"], v["accum"], v["linear"], G, np.float32(LR), np.float32(L1),
+                                            np.float32(L2), np.float32(POW)), var=W, accum=ACC, linear=MOM),
+         lambda: ftrl_ref(W, ACC, MOM, G, LR, L1, L2, POW), rtol=1e-5),
+    Case("apply_ftrl_power_multiply_linear_by_lr", ("ApplyFtrl",),
+         update(lambda af, v: TX.apply_ftrl(v["var"], v["accum"], v["linear"], G, np.float32(LR), np.float32(L1),
+                                            np.float32(L2), np.float32(-0.7), multiply_linear_by_lr=True),
+                var=W, accum=ACC, linear=MOM),
+         lambda: ftrl_ref(W, ACC, MOM, G, LR, L1, L2, -0.7, by_lr=True), rtol=1e-5),
+    Case("apply_ftrl_v2", ("ApplyFtrlV2",),
+         update(lambda af, v: TX.apply_ftrl_v2(v["var"], v["accum"], v["linear"], G, np.float32(LR), np.float32(L1),
+                                               np.float32(L2), np.float32(SHRINK), np.float32(POW)),
+                var=W, accum=ACC, linear=MOM),
+         lambda: ftrl_ref(W, ACC, MOM, G, LR, L1, L2, POW, shrink=SHRINK), rtol=1e-5),
+    Case("sparse_apply_ftrl_repeated_index", ("SparseApplyFtrl",),
+         update(lambda af, v: TX.sparse_apply_ftrl(v["var"], v["accum"], v["linear"], GD, DUP, np.float32(LR),
+                                                   np.float32(L1), np.float32(L2), np.float32(POW)),
+                var=W, accum=ACC, linear=MOM),
+         lambda: sparse_ref(ftrl_ref, [W, ACC, MOM], GD, DUP, lr=LR, l1=L1, l2=L2, lr_power=POW), rtol=1e-5),
+    Case("sparse_apply_ftrl_v2_1d_by_lr", ("SparseApplyFtrlV2",),
+         update(lambda af, v: TX.sparse_apply_ftrl_v2(v["var"], v["accum"], v["linear"], GD1, DUP, np.float32(LR),
+                                                      np.float32(L1), np.float32(L2), np.float32(SHRINK),
+                                                      np.float32(-0.7), multiply_linear_by_lr=True),
+                var=W1, accum=ACC1, linear=MOM1),
+         lambda: sparse_ref(ftrl_ref, [W1, ACC1, MOM1], GD1, DUP, lr=LR, l1=L1, l2=L2, lr_power=-0.7, shrink=SHRINK,
+                            by_lr=True), rtol=1e-5),
+    Case("apply_adagrad_da", ("ApplyAdagradDA",),
+         update(lambda af, v: TX.apply_adagrad_da(v["var"], v["gradient_accumulator"],
+                                                  v["gradient_squared_accumulator"], G, np.float32(LR),
+                                                  np.float32(L1), np.float32(L2), np.int64(3)),
+                var=W, gradient_accumulator=MOM, gradient_squared_accumulator=ACC),
+         lambda: adagrad_da_ref(W, MOM, ACC, G, LR, L1, L2, 3), rtol=1e-5),
+    Case("sparse_apply_adagrad_da_repeated_index", ("SparseApplyAdagradDA",),
+         update(lambda af, v: TX.sparse_apply_adagrad_da(v["var"], v["gradient_accumulator"],
+                                                         v["gradient_squared_accumulator"], GD, DUP, np.float32(LR),
+                                                         np.float32(0.0), np.float32(L2), np.int64(2)),
+                var=W, gradient_accumulator=MOM, gradient_squared_accumulator=ACC),
+         lambda: sparse_ref(adagrad_da_ref, [W, MOM, ACC], GD, DUP, lr=LR, l1=0.0, l2=L2, step=2), rtol=1e-5),
+    Case("sparse_apply_adagrad_da_1d", ("SparseApplyAdagradDA",),
+         update(lambda af, v: TX.sparse_apply_adagrad_da(v["var"], v["gradient_accumulator"],
+                                                         v["gradient_squared_accumulator"], GD1, DUP, np.float32(LR),
+                                                         np.float32(L1), np.float32(L2), np.int64(4)),
+                var=W1, gradient_accumulator=MOM1, gradient_squared_accumulator=ACC1),
+         lambda: sparse_ref(adagrad_da_ref, [W1, MOM1, ACC1], GD1, DUP, lr=LR, l1=L1, l2=L2, step=4), rtol=1e-5),
     Case("unique_first_appearance_order", ("Unique",),
          lambda af: list(unique(np.array([5, 3, 5, 7, 3, 3], np.int32))),
          lambda: list(unique_ref(np.array([5, 3, 5, 7, 3, 3], np.int32))), static_shape=None),
