@@ -1,3 +1,5 @@
-"""af.metrics, as tf.compat.v1.metrics."""
+"""af.metrics, as tf.compat.v1.metrics (composites in metrics_impl.py, curve.py and at_k.py)."""
 
-__all__: list[str] = []
+from asyncflow.metrics.at_k import *
+from asyncflow.metrics.curve import *
+from asyncflow.metrics.metrics_impl import *
