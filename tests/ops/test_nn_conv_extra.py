@@ -1,0 +1,172 @@
+"""conv1d, conv2d_transpose and the other convolutions of asyncflow/ops/nn_conv_extra.py against naive numpy
+loops written from the definitions (x[n, i*s + a*d - pad, j*s + b*d - pad, :] meets w[a, b]); op names, static
+shapes and errors as TF 2.21's compat.v1 (checked there with tfdiff while this was written)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import asyncflow as af
+from tests.ops.harness import Case, case_params, check_case
+
+RNG = np.random.RandomState(11)
+
+
+def out_and_top(size, k, stride, dilation, padding):
+    """(output size, padding before) of one spatial dimension, TF's SAME/VALID rule."""
+    eff = (k - 1) * dilation + 1
+    if padding == "VALID":
+        return (size - eff) // stride + 1, 0
+    out = -(-size // stride)
+    return out, max((out - 1) * stride + eff - size, 0) // 2
+
+
+def _taps(in_hw, out_hw, k_hw, strides, padding, dilations):
+    """Each (a, b, i, j, r, q): kernel offset (a, b) of output (i, j) reads input (r, q) (inside the input)."""
+    (h, w), (oh, ow), (kh, kw) = in_hw, out_hw, k_hw
+    _, top = out_and_top(h, kh, strides[0], dilations[0], padding)
+    _, left = out_and_top(w, kw, strides[1], dilations[1], padding)
+    for a in range(kh):
+        for b in range(kw):
+            for i in range(oh):
+                r = i * strides[0] + a * dilations[0] - top
+                for j in range(ow):
+                    q = j * strides[1] + b * dilations[1] - left
+                    if 0 <= r < h and 0 <= q < w:
+                        yield a, b, i, j, r, q
+
+
+def conv_ref(x, w, strides=(1, 1), padding="SAME", dilations=(1, 1)):
+    """NHWC conv2d (float64 sums, x's dtype out)."""
+    n, h, wd, _ = x.shape
+    kh, kw, _, f = w.shape
+    oh = out_and_top(h, kh, strides[0], dilations[0], padding)[0]
+    ow = out_and_top(wd, kw, strides[1], dilations[1], padding)[0]
+    out = np.zeros((n, oh, ow, f))
+    for a, b, i, j, r, q in _taps((h, wd), (oh, ow), (kh, kw), strides, padding, dilations):
+        out[:, i, j, :] += x[:, r, q, :].astype(np.float64) @ w[a, b].astype(np.float64)
+    return out.astype(x.dtype)
+
+
+def conv_transpose_ref(value, w, out_shape, strides=(1, 1), padding="SAME", dilations=(1, 1)):
+    """NHWC conv2d_transpose: each value[n, i, j] goes back through w[a, b]ᵀ to the input cell it came from."""
+    kh, kw = w.shape[:2]
+    out = np.zeros(out_shape)
+    for a, b, i, j, r, q in _taps(out_shape[1:3], value.shape[1:3], (kh, kw), strides, padding, dilations):
+        out[:, r, q, :] += value[:, i, j, :].astype(np.float64) @ w[a, b].astype(np.float64).T
+    return out.astype(value.dtype)
+
+
+def nchw(x):
+    return np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2)))
+
+
+X1 = RNG.randn(2, 9, 3).astype(np.float32)
+W1 = RNG.randn(3, 3, 4).astype(np.float32)
+XT = RNG.randn(2, 4, 5, 3).astype(np.float32)  # conv2d_transpose value: 3 channels in
+WT = RNG.randn(3, 3, 2, 3).astype(np.float32)  # [kh, kw, out 2, in 3]
+
+
+def _conv1d(x, w, stride, padding, dilation=1):
+    return conv_ref(x[:, None], w[None], (1, stride), padding, (1, dilation))[:, 0]
+
+
+def _fed_sizes(af):
+    sizes = af.placeholder(af.int32, [4], name="sizes")
+    return af.nn.conv2d_transpose(XT, WT, sizes, 2)
+
+
+CASES = [
+    # conv1d: ExpandDims + Conv2D + Squeeze, as TF1.
+    Case("conv1d_same_stride2", ("Conv2D", "ExpandDims", "Squeeze"), lambda af: af.nn.conv1d(X1, W1, 2, "SAME"),
+         lambda: _conv1d(X1, W1, 2, "SAME"), static_shape=[2, 5, 4], rtol=1e-5, atol=1e-5),
+    Case("conv1d_valid_dilated", ("Conv2D",), lambda af: af.nn.conv1d(X1, W1, 1, "VALID", dilations=2),
+         lambda: _conv1d(X1, W1, 1, "VALID", 2), static_shape=[2, 5, 4], rtol=1e-5, atol=1e-5),
+    Case("conv1d_ncw", ("Conv2D",),
+         lambda af: af.nn.conv1d(np.transpose(X1, (0, 2, 1)), W1, [1], "SAME", data_format="NCW"),
+         lambda: np.transpose(_conv1d(X1, W1, 1, "SAME"), (0, 2, 1)), static_shape=[2, 4, 9], rtol=1e-5, atol=1e-5),
+    Case("conv1d_float64_input_alias", ("Conv2D",),
+         lambda af: af.nn.conv1d(input=X1.astype(np.float64), filters=W1.astype(np.float64), stride=3,
+                                 padding="SAME"),
+         lambda: _conv1d(X1.astype(np.float64), W1.astype(np.float64), 3, "SAME"), static_shape=[2, 3, 4]),
+    # conv2d_transpose: Conv2DBackpropInput with input_sizes = output_shape.
+    Case("conv2d_transpose_same_stride2", ("Conv2DBackpropInput",),
+         lambda af: af.nn.conv2d_transpose(XT, WT, [2, 8, 10, 2], [1, 2, 2, 1]),
+         lambda: conv_transpose_ref(XT, WT, (2, 8, 10, 2), (2, 2), "SAME"), static_shape=[2, 8, 10, 2],
+         rtol=1e-5, atol=1e-5),
+    Case("conv2d_transpose_same_stride2_odd", ("Conv2DBackpropInput",),
+         lambda af: af.nn.conv2d_transpose(XT, WT, [2, 7, 9, 2], 2),
+         lambda: conv_transpose_ref(XT, WT, (2, 7, 9, 2), (2, 2), "SAME"), static_shape=[2, 7, 9, 2],
+         rtol=1e-5, atol=1e-5),
+    Case("conv2d_transpose_valid_stride2", ("Conv2DBackpropInput",),
+         lambda af: af.nn.conv2d_transpose(XT, WT, [2, 9, 11, 2], 2, padding="VALID"),
+         lambda: conv_transpose_ref(XT, WT, (2, 9, 11, 2), (2, 2), "VALID"), static_shape=[2, 9, 11, 2],
+         rtol=1e-5, atol=1e-5),
+    Case("conv2d_transpose_valid_stride1", ("Conv2DBackpropInput",),
+         lambda af: af.nn.conv2d_transpose(XT, WT, [2, 6, 7, 2], 1, padding="VALID"),
+         lambda: conv_transpose_ref(XT, WT, (2, 6, 7, 2), (1, 1), "VALID"), rtol=1e-5, atol=1e-5),
+    Case("conv2d_transpose_nchw", ("Conv2DBackpropInput",),
+         lambda af: af.nn.conv2d_transpose(nchw(XT), WT, [2, 2, 8, 10], 2, data_format="NCHW"),
+         lambda: nchw(conv_transpose_ref(XT, WT, (2, 8, 10, 2), (2, 2), "SAME")), static_shape=[2, 2, 8, 10],
+         rtol=1e-5, atol=1e-5),
+    Case("conv2d_transpose_dilated", ("Conv2DBackpropInput",),
+         lambda af: af.nn.conv2d_transpose(XT, WT, [2, 8, 9, 2], 1, padding="VALID", dilations=2),
+         lambda: conv_transpose_ref(XT, WT, (2, 8, 9, 2), (1, 1), "VALID", (2, 2)), rtol=1e-5, atol=1e-5),
+    Case("conv2d_transpose_float64", ("Conv2DBackpropInput",),
+         lambda af: af.nn.conv2d_transpose(input=XT.astype(np.float64), filters=WT.astype(np.float64),
+                                           output_shape=np.array([2, 8, 10, 2]), strides=2),
+         lambda: conv_transpose_ref(XT.astype(np.float64), WT.astype(np.float64), (2, 8, 10, 2), (2, 2))),
+    Case("conv2d_transpose_fed_output_shape", ("Conv2DBackpropInput",), _fed_sizes,
+         lambda: conv_transpose_ref(XT, WT, (2, 8, 10, 2), (2, 2)), static_shape=[2, None, None, None],
+         feeds=lambda g: {g.get_tensor_by_name("sizes:0"): np.array([2, 8, 10, 2], np.int32)},
+         rtol=1e-5, atol=1e-5),
+]
+
+
+@pytest.mark.parametrize("case", case_params(CASES))
+def test_nn_conv_extra(case):
+    check_case(case)
+
+
+def test_conv1d_and_conv2d_transpose_names_as_tf():
+    with af.Graph().as_default() as g:
+        c = af.nn.conv1d(X1, W1, 2, "SAME")
+        assert c.name == "conv1d/Squeeze:0"
+        assert [op.name for op in g.get_operations()][-3:] == ["conv1d/ExpandDims_1", "conv1d", "conv1d/Squeeze"]
+        t = af.nn.conv2d_transpose(XT, WT, [2, 8, 10, 2], 2)
+        assert t.name == "conv2d_transpose:0" and t.op.type == "Conv2DBackpropInput"
+        assert [i.name for i in t.op.inputs] == ["conv2d_transpose/input_sizes:0", "conv2d_transpose/filter:0",
+                                                 "conv2d_transpose/out_backprop:0"]
+        assert t.op.get_attr("strides") == [1, 2, 2, 1]
+
+
+def test_conv1d_and_conv2d_transpose_errors():
+    with af.Graph().as_default():
+        with pytest.raises(ValueError, match=r"`data_format` must be 'NWC' or 'NCW'. Received: data_format=NHW"):
+            af.nn.conv1d(X1, W1, 2, "SAME", data_format="NHW")
+        with pytest.raises(ValueError, match=r"Conv2D 'conv1d_\d+': Depth of input \(3\) is not a multiple of input "
+                                             r"depth of filter \(2\)"):
+            af.nn.conv1d(X1, W1[:, :2], 2, "SAME")
+        with pytest.raises(ValueError, match=r"Shape must be rank 4 but is rank 3"):
+            af.nn.conv1d(X1[0], W1, 2, "SAME")
+        with pytest.raises(ValueError, match=r"Cannot specify both 'value' and 'input'"):
+            af.nn.conv1d(X1, W1, 1, "SAME", input=X1)
+        with pytest.raises(ValueError, match=r"input_sizes must have 4 \(or 2\) elements"):
+            af.nn.conv2d_transpose(XT, WT, [2, 8, 8], 2)
+        with pytest.raises(ValueError, match=r"Dimensions must be equal, but are 3 and 2 for 'conv2d_transpose_\d+'"):
+            af.nn.conv2d_transpose(XT, WT[..., :2], [2, 8, 10, 2], 2)
+        with pytest.raises(ValueError, match=r"Dimensions must be equal, but are 3 and 2 for 'conv2d_transpose_\d+'"):
+            af.nn.conv2d_transpose(XT, WT, [3, 8, 10, 2], 2)
+        with pytest.raises(ValueError, match=r"Shape must be rank 4 but is rank 3"):
+            af.nn.conv2d_transpose(XT[0], WT, [2, 8, 10, 2], 2)
+        with pytest.raises(ValueError, match=r"input_sizes must be a 1-D tensor"):
+            af.nn.conv2d_transpose(XT, WT, [[2, 8, 10, 2]], 2)
+        with pytest.raises(ValueError, match=r"Attr 'padding' passed string 'FOO'"):
+            af.nn.conv2d_transpose(XT, WT, [2, 8, 10, 2], 2, padding="FOO")
+        with pytest.raises(ValueError, match=r"strides should be of length 1, 2 or 4"):
+            af.nn.conv2d_transpose(XT, WT, [2, 8, 10, 2], [1, 2, 2])
+        wrong = af.nn.conv2d_transpose(XT, WT, [2, 9, 9, 2], 2)  # 9 / 2 rounds up to 5, not 4: found at run time
+        with af.Session() as sess:
+            with pytest.raises(af.errors.InvalidArgumentError, match="Size of out_backprop doesn't match computed"):
+                sess.run(wrong)
