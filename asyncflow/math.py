@@ -2,6 +2,8 @@
 
 from asyncflow._aliases import bind
 
+_MORE = "ops.math_more."  # names TF1 has only under tf.math, not at the top level
+
 __all__ = bind(globals(), """
     abs accumulate_n acos acosh add add_n angle argmax argmin asin asinh atan atan2 atanh bessel_i0 bessel_i0e
     bessel_i1 bessel_i1e betainc bincount ceil confusion_matrix conj cos cosh count_nonzero cumprod cumsum
@@ -15,4 +17,11 @@ __all__ = bind(globals(), """
     sigmoid sign sin sinh softmax softplus softsign sqrt square squared_difference subtract tan tanh top_k
     truediv unsorted_segment_max unsorted_segment_mean unsorted_segment_min unsorted_segment_prod
     unsorted_segment_sqrt_n unsorted_segment_sum xdivy xlog1py xlogy zero_fraction zeta
-""", {"divide_no_nan": "div_no_nan"})
+""", {"divide_no_nan": "div_no_nan", "multiply_no_nan": _MORE + "multiply_no_nan",
+      "reciprocal_no_nan": _MORE + "reciprocal_no_nan", "xlogy": _MORE + "xlogy", "xdivy": _MORE + "xdivy",
+      "xlog1py": _MORE + "xlog1py", "reduce_euclidean_norm": _MORE + "reduce_euclidean_norm",
+      "reduce_variance": _MORE + "reduce_variance", "reduce_std": _MORE + "reduce_std", "erfinv": _MORE + "erfinv",
+      "erfcinv": _MORE + "erfcinv", "ndtri": _MORE + "ndtri", "bessel_i0": _MORE + "bessel_i0",
+      "bessel_i0e": _MORE + "bessel_i0e", "bessel_i1": _MORE + "bessel_i1", "bessel_i1e": _MORE + "bessel_i1e",
+      "cumulative_logsumexp": _MORE + "cumulative_logsumexp", "nextafter": _MORE + "nextafter",
+      "polyval": _MORE + "polyval"})
