@@ -67,6 +67,8 @@ from asyncflow.variable_scope import *
 from asyncflow.control_flow import case, cond, switch_case, while_loop
 from asyncflow.ops.control_flow_ops import raw_ops
 from asyncflow.ops.linalg_ops import *
+from asyncflow.ops.math_more import *
+from asyncflow.ops.linalg_more import *
 from asyncflow.ops.math_extra import *
 from asyncflow.ops.array_extra import *
 from asyncflow.ops.random_extra import *
