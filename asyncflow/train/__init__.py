@@ -6,6 +6,7 @@ Each submodule exports its public names through `__all__`.
 from asyncflow.train.optimizer import *
 from asyncflow.train.optimizers_extra import *
 from asyncflow.train.learning_rate import *
+from asyncflow.train.moving_averages import *
 from asyncflow.train.saver import *
 from asyncflow.train.cluster import *
 from asyncflow.train.hooks import *
