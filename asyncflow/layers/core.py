@@ -23,13 +23,15 @@ from asyncflow.ops.math_matmul import matmul
 from asyncflow.ops.registry import constant, convert_to_tensor
 from asyncflow.shapes import TensorShape, as_shape
 
+_ZEROS = init_ops.zeros_initializer()  # TF1's default bias initializer, one shared instance as TF's
+
 
 class Dense(Layer):
     """`af.layers.Dense(units, activation=None, use_bias=True, kernel_initializer=None, ...)`:
     `activation(inputs @ kernel + bias)`; kernel_initializer None is the scope's, or glorot_uniform."""
 
     def __init__(self, units: int, activation: Any = None, use_bias: bool = True, kernel_initializer: Any = None,
-                 bias_initializer: Any = init_ops.zeros_initializer(), kernel_regularizer: Any = None,
+                 bias_initializer: Any = _ZEROS, kernel_regularizer: Any = None,
                  bias_regularizer: Any = None, activity_regularizer: Any = None, kernel_constraint: Any = None,
                  bias_constraint: Any = None, trainable: bool = True, name: str | None = None, **kwargs: Any):
         super().__init__(trainable=trainable, name=name, activity_regularizer=activity_regularizer, **kwargs)
@@ -89,7 +91,7 @@ class Dense(Layer):
 
 
 def dense(inputs: Any, units: int, activation: Any = None, use_bias: bool = True, kernel_initializer: Any = None,
-          bias_initializer: Any = init_ops.zeros_initializer(), kernel_regularizer: Any = None,
+          bias_initializer: Any = _ZEROS, kernel_regularizer: Any = None,
           bias_regularizer: Any = None, activity_regularizer: Any = None, kernel_constraint: Any = None,
           bias_constraint: Any = None, trainable: bool = True, name: str | None = None, reuse: Any = None) -> Any:
     """`af.layers.dense`: the functional form of `Dense`; `name` is its variable scope, `reuse` shares it."""
