@@ -41,7 +41,7 @@ from asyncflow.ops.math import (
 )
 from asyncflow.ops.math_extra import Digamma, Lgamma
 from asyncflow.ops.math_unary import Exp, Log, Reciprocal, Sqrt, Square
-from asyncflow.ops.registry import FLOAT, FLOAT_COMPLEX, INDEX, NUMERIC, convert_to_tensor, op
+from asyncflow.ops.registry import FLOAT_COMPLEX, INDEX, NUMERIC, convert_to_tensor, op
 from asyncflow.ops.shape_fns import broadcast, broadcast_all, same_as_input
 
 __all__ = ["div_no_nan", "complex", "real", "imag", "angle", "lbeta", "igamma", "igammac", "betainc", "zeta",
