@@ -16,18 +16,35 @@ from typing import Any
 import numpy as np
 
 from asyncflow import dtypes
-from asyncflow.graph import Tensor, name_scope
-from asyncflow.ops import array
+from asyncflow.graph import Operation, Tensor, name_scope
+from asyncflow.ops import array, math
 from asyncflow.ops.nn_conv import (
+    _check_common,
+    _conv2d_into,
     _convert_padding,
+    _from_nhwc,
+    _geometry,
     _get_sequence,
+    _nhwc,
+    _pads,
+    _require_rank4,
+    _spatial_index,
+    _window,
     conv2d_op,
+    widen,
 )
 from asyncflow.ops.nn_conv_backprop import (
+    _check_conv_attrs,
+    _conv2d_filter_grad_into,
+    _conv2d_input_grad,
+    _conv_geometry,
+    _sizes,
+    _sizes_value,
     conv2d_backprop_input_op,
+    shape_of,
 )
-from asyncflow.ops.registry import convert_to_tensor
-from asyncflow.shapes import Dimension
+from asyncflow.ops.registry import INDEX, OPS, REAL, REQUIRED, BuildContext, convert_to_tensor, op
+from asyncflow.shapes import Dimension, TensorShape, unknown_shape
 
 
 def _alias(new_name: str, new: Any, old_name: str, old: Any) -> Any:
@@ -116,4 +133,521 @@ def _check_transpose_shapes(op_name: str, value: Tensor, filter: Tensor, output_
                                                     f"the batch dimension")
 
 
-__all__ = ["conv1d", "conv2d_transpose"]
+# -- DepthwiseConv2dNative and its backprops ---------------------------------------------------------------------
+_DEPTHWISE_TYPES = {"T": (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)}
+_DEPTHWISE_ATTRS = {"strides": REQUIRED, "padding": REQUIRED, "explicit_paddings": [], "data_format": "NHWC",
+                    "dilations": [1, 1, 1, 1]}
+_DEPTHWISE_ATTR_NAMES = tuple(_DEPTHWISE_ATTRS)
+
+
+def _depthwise_attrs(op_: Operation) -> dict[str, Any]:
+    return {name: op_.get_attr(name) for name in _DEPTHWISE_ATTR_NAMES}
+
+
+def _depthwise_shape(b: BuildContext) -> TensorShape:
+    _check_common(b, ("strides", "dilations"))
+    x = _require_rank4(b, 0, "input")
+    f = _require_rank4(b, 1, "filter")
+    h, w, c = _spatial_index(b.attrs["data_format"])
+    if x[c].value is not None and f[2].value is not None and x[c].value != f[2].value:
+        raise b.error(f"Dimensions must be equal, but are {x[c].value} and {f[2].value}: the filter's input depth "
+                      f"must be the input's channels (input shape {x}, filter shape {f})")
+    depth = x[c].value if x[c].value is not None else f[2].value
+    dims: list[Any] = [x[0], None, None, None]
+    dims[c] = None if depth is None or f[3].value is None else depth * f[3].value
+    a = b.attrs
+    for spatial, kdim in ((h, 0), (w, 1)):
+        if f[kdim].value is None:
+            continue
+
+        def fail(msg: str) -> ValueError:
+            return b.error(f"{msg}: input shape {x}, filter shape {f}")
+
+        dims[spatial] = _window(x[spatial].value, f[kdim].value, int(a["strides"][spatial]),
+                                int(a["dilations"][spatial]), a["padding"], _pads(a, spatial), fail)[0]
+    return TensorShape([d if isinstance(d, Dimension) else Dimension(d) for d in dims])
+
+
+def _check_depthwise(k) -> None:
+    _check_conv_attrs(k)
+    h, w, _ = _spatial_index(k.data_format)
+    if int(k.strides[h]) != int(k.strides[w]):  # TF's kernels refuse it too
+        raise ValueError(f"{k.op_type} '{k.name}': Current implementation only supports equal length strides in the "
+                         f"row and column dimensions (strides={list(k.strides)})")
+
+
+def _grouped(k, w: np.ndarray, depth: int) -> np.ndarray:
+    """The depthwise filter [KH, KW, C, M] as a grouped Conv2D filter [KH, KW, 1, C*M] (output channel c*M + m)."""
+    if w.ndim != 4 or w.shape[2] != depth:
+        raise ValueError(f"{k.op_type} '{k.name}': filter must be [height, width, {depth}, multiplier] for an input "
+                         f"of {depth} channels, got shape {list(w.shape)}")
+    return w.reshape(w.shape[0], w.shape[1], 1, -1)
+
+
+@op("DepthwiseConv2dNative", inputs="input: T, filter: T", outputs="output: T", types=_DEPTHWISE_TYPES,
+    attrs=dict(_DEPTHWISE_ATTRS), shape=_depthwise_shape)
+async def depthwise_conv2d_native_op(k, input, filter):  # noqa: A002 - TF's argument names
+    _check_depthwise(k)
+    x = widen(_nhwc(np.asarray(input), k.data_format))
+    if x.ndim != 4:
+        raise ValueError(f"DepthwiseConv2dNative '{k.name}': input must be 4-D, got shape {list(np.shape(input))}")
+    w = _grouped(k, widen(np.asarray(filter)), x.shape[3])
+    h, w_, _ = _spatial_index(k.data_format)
+    oh, ow, pads = _geometry(k, x.shape[1], x.shape[2], w.shape[0], w.shape[1], k.dilations)
+    out = np.zeros((x.shape[0], oh, ow, w.shape[3]), np.result_type(x, w))
+    if out.size and x.size:
+        _conv2d_into(out, np.pad(x, pads) if any(p for pair in pads for p in pair) else x, w,
+                     (int(k.strides[h]), int(k.strides[w_])), (int(k.dilations[h]), int(k.dilations[w_])))
+    return _from_nhwc(out, k.data_format).astype(k.out_dtypes[0], copy=False)
+
+
+@depthwise_conv2d_native_op.gradient
+def _depthwise_conv2d_native_grad(op_: Operation, grad: Tensor) -> list[Any]:
+    x, w = op_.inputs
+    attrs = _depthwise_attrs(op_)
+    return [depthwise_conv2d_native_backprop_input_op(shape_of(x), w, grad, **attrs),
+            depthwise_conv2d_native_backprop_filter_op(x, shape_of(w), grad, **attrs)]
+
+
+def _depthwise_backprop_input_shape(b: BuildContext) -> TensorShape:
+    _check_common(b, ("strides", "dilations"))
+    _require_rank4(b, 1, "filter")
+    dy = _require_rank4(b, 2, "out_backprop")
+    sizes = _sizes(b, 0, "input_sizes")
+    if sizes.ndims not in (None, 4):
+        raise b.error(f"input_sizes must have 4 elements, got {sizes.ndims}")
+    try:
+        return (sizes if sizes.ndims == 4 else unknown_shape(4)).merge_with(TensorShape([dy[0], None, None, None]))
+    except ValueError:
+        raise b.error(f"input_sizes {sizes} and out_backprop {dy} differ in the batch dimension") from None
+
+
+@op("DepthwiseConv2dNativeBackpropInput", inputs="input_sizes: int32, filter: T, out_backprop: T",
+    outputs="output: T", types=_DEPTHWISE_TYPES, attrs=dict(_DEPTHWISE_ATTRS), shape=_depthwise_backprop_input_shape)
+async def depthwise_conv2d_native_backprop_input_op(k, input_sizes, filter, out_backprop):  # noqa: A002
+    _check_depthwise(k)
+    dy = widen(_nhwc(np.asarray(out_backprop), k.data_format))
+    sizes = _sizes_value(k, input_sizes, "input_sizes", (4,))
+    h, w_, c = _spatial_index(k.data_format)
+    in_shape = (sizes[0], sizes[h], sizes[w_], sizes[c])
+    w = _grouped(k, widen(np.asarray(filter)), in_shape[3])
+    if dy.ndim != 4:
+        raise ValueError(f"{k.op_type} '{k.name}': out_backprop must be 4-D, got shape {list(np.shape(out_backprop))}")
+    strides, dilations, pads = _conv_geometry(k, in_shape, w.shape, dy.shape)
+    dx = np.zeros(in_shape, np.result_type(w, dy))
+    if dx.size and dy.size:
+        dx = _conv2d_input_grad(dy, w, in_shape, pads, strides, dilations)
+    return _from_nhwc(dx, k.data_format).astype(k.out_dtypes[0], copy=False)
+
+
+def _depthwise_backprop_filter_shape(b: BuildContext) -> TensorShape:
+    _check_common(b, ("strides", "dilations"))
+    _require_rank4(b, 0, "input")
+    _require_rank4(b, 2, "out_backprop")
+    sizes = _sizes(b, 1, "filter_sizes")
+    if sizes.ndims not in (None, 4):
+        raise b.error(f"filter_sizes must have 4 elements, got {sizes.ndims}")
+    return sizes if sizes.ndims == 4 else unknown_shape(4)
+
+
+@op("DepthwiseConv2dNativeBackpropFilter", inputs="input: T, filter_sizes: int32, out_backprop: T",
+    outputs="output: T", types=_DEPTHWISE_TYPES, attrs=dict(_DEPTHWISE_ATTRS), shape=_depthwise_backprop_filter_shape)
+async def depthwise_conv2d_native_backprop_filter_op(k, input, filter_sizes, out_backprop):  # noqa: A002
+    _check_depthwise(k)
+    x, dy = widen(_nhwc(np.asarray(input), k.data_format)), widen(_nhwc(np.asarray(out_backprop), k.data_format))
+    if x.ndim != 4 or dy.ndim != 4:
+        raise ValueError(f"{k.op_type} '{k.name}': input and out_backprop must be 4-D, got shapes "
+                         f"{list(np.shape(input))} and {list(np.shape(out_backprop))}")
+    filter_shape = _sizes_value(k, filter_sizes, "filter_sizes", (4,))
+    grouped_shape = (filter_shape[0], filter_shape[1], 1, filter_shape[2] * filter_shape[3])
+    if filter_shape[2] != x.shape[3]:
+        raise ValueError(f"{k.op_type} '{k.name}': filter_sizes {filter_shape} must have the input's {x.shape[3]} "
+                         f"channels as their third value")
+    strides, dilations, pads = _conv_geometry(k, x.shape, grouped_shape, dy.shape)
+    dw = np.zeros(grouped_shape, np.result_type(x, dy))
+    if x.size and dy.size:
+        _conv2d_filter_grad_into(dw, np.pad(x, pads) if any(p for pair in pads for p in pair) else x, dy,
+                                 strides, dilations)
+    return dw.reshape(filter_shape).astype(k.out_dtypes[0], copy=False)
+
+
+@depthwise_conv2d_native_backprop_input_op.gradient
+def _depthwise_backprop_input_grad(op_: Operation, grad: Tensor) -> list[Any]:
+    _, w, dy = op_.inputs
+    attrs = _depthwise_attrs(op_)
+    return [None, depthwise_conv2d_native_backprop_filter_op(grad, shape_of(w), dy, **attrs),
+            depthwise_conv2d_native_op(grad, w, **attrs)]
+
+
+@depthwise_conv2d_native_backprop_filter_op.gradient
+def _depthwise_backprop_filter_grad(op_: Operation, grad: Tensor) -> list[Any]:
+    x, _, dy = op_.inputs
+    attrs = _depthwise_attrs(op_)
+    return [depthwise_conv2d_native_backprop_input_op(shape_of(x), grad, dy, **attrs), None,
+            depthwise_conv2d_native_op(x, grad, **attrs)]
+
+
+def depthwise_conv2d_native(input: Any, filter: Any, strides: Any, padding: Any,  # noqa: A002
+                            data_format: str = "NHWC", dilations: Any = (1, 1, 1, 1),
+                            name: str | None = None) -> Tensor:
+    """`af.nn.depthwise_conv2d_native`: each input channel c convolved with filter[:, :, c, m] for each multiplier
+    m, giving channel c * M + m (filter [KH, KW, C, M]; strides and dilations of 4)."""
+    padding, explicit = _convert_padding(padding)
+    return depthwise_conv2d_native_op(input, filter, strides=[int(v) for v in strides], padding=padding,
+                                      explicit_paddings=explicit, data_format=data_format or "NHWC",
+                                      dilations=[int(v) for v in dilations], name=name)
+
+
+def _depthwise(input: Tensor, filter: Tensor, strides: Any, padding: Any, rate: Any,  # noqa: A002
+               data_format: str | None, name: str) -> Tensor:
+    """TF1's depthwise_conv2d body, with the rate as the op's dilations (TF wraps the op in SpaceToBatchND)."""
+    rate = [1, 1] if rate is None else [int(r) for r in np.broadcast_to(rate, (2,))]
+    if any(r < 1 for r in rate):
+        raise ValueError(f"all values of `dilation_rate` must be positive. Received: dilation_rate={rate}")
+    data_format = data_format or "NHWC"
+    if any(r > 1 for r in rate) and any(int(v) != 1 for v in strides):
+        # TF runs this through SpaceToBatchND, where the stride applies within each dilation phase: a result no
+        # strided dilated convolution gives, so it is refused here rather than computed differently.
+        raise ValueError(f"depthwise_conv2d: strides {list(strides)} > 1 together with rate {rate} > 1 is not "
+                         f"supported (TF's SpaceToBatchND wrapping gives a phase-interleaved result)")
+    dilations = [1, 1, *rate] if data_format == "NCHW" else [1, *rate, 1]
+    return depthwise_conv2d_native(input, filter, strides, padding, data_format=data_format, dilations=dilations,
+                                   name=name)
+
+
+def depthwise_conv2d(input: Any, filter: Any, strides: Any, padding: Any, rate: Any = None,  # noqa: A002
+                     name: str | None = None, data_format: str | None = None, dilations: Any = None) -> Tensor:
+    """`af.nn.depthwise_conv2d`: DepthwiseConv2dNative with an optional atrous `rate` ([rh, rw])."""
+    rate = _alias("dilations", dilations, "rate", rate)
+    with name_scope(name, "depthwise", [input, filter]) as scope:
+        input = convert_to_tensor(input, name="tensor_in")
+        filter = convert_to_tensor(filter, name="filter_in")
+        return _depthwise(input, filter, strides, padding, rate, data_format, scope)
+
+
+def separable_conv2d(input: Any, depthwise_filter: Any, pointwise_filter: Any, strides: Any,  # noqa: A002
+                     padding: Any, rate: Any = None, name: str | None = None, data_format: str | None = None,
+                     dilations: Any = None) -> Tensor:
+    """`af.nn.separable_conv2d`: depthwise_conv2d (scope `depthwise`), then a 1x1 Conv2D with `pointwise_filter`
+    [1, 1, C*M, F], VALID and stride 1, named as the scope (TF1's layout)."""
+    rate = _alias("dilations", dilations, "rate", rate)
+    with name_scope(name, "separable_conv2d", [input, depthwise_filter, pointwise_filter]) as scope:
+        input = convert_to_tensor(input, name="tensor_in")
+        depthwise_filter = convert_to_tensor(depthwise_filter, name="depthwise_filter")
+        pointwise_filter = convert_to_tensor(pointwise_filter, name="pointwise_filter")
+        pw = pointwise_filter.shape
+        if pw.ndims is not None and pw.ndims != 4:
+            raise ValueError(f"Shape {pw} must have rank 4")
+        for d in pw.dims[:2] if pw.ndims else []:
+            if d.value is not None and d.value != 1:
+                raise ValueError(f"Dimensions {d.value} and 1 are not compatible")
+        depthwise = _depthwise(input, depthwise_filter, strides, padding, rate, data_format, "depthwise")
+        return conv2d_op(depthwise, pointwise_filter, strides=[1, 1, 1, 1], padding="VALID",
+                         data_format=data_format or "NHWC", name=scope)
+
+
+# -- atrous convolutions, the generic convolution ----------------------------------------------------------------
+def atrous_conv2d(value: Any, filters: Any, rate: Any, padding: Any, name: str | None = None) -> Tensor:
+    """`af.nn.atrous_conv2d`: conv2d with the filter dilated by `rate` (NHWC), as `convolution(dilation_rate=...)`."""
+    return convolution(value, filters, padding, dilation_rate=np.broadcast_to(rate, (2,)), name=name)
+
+
+def atrous_conv2d_transpose(value: Any, filters: Any, output_shape: Any, rate: int, padding: str,
+                            name: str | None = None) -> Tensor:
+    """`af.nn.atrous_conv2d_transpose`: the transpose of atrous_conv2d (NHWC): a stride-1 conv2d_transpose with the
+    filter dilated by `rate` (TF reaches the same values through SpaceToBatchND)."""
+    with name_scope(name, "atrous_conv2d_transpose", [value, filters, output_shape]):
+        value = convert_to_tensor(value, name="value")
+        filters = convert_to_tensor(filters, name="filters")
+        vs, fs = value.shape, filters.shape
+        if vs.ndims is not None and fs.ndims is not None and not vs[3].is_compatible_with(fs[3]):
+            raise ValueError(f"`value` channel count must be compatible with `filters` input channel count. "
+                             f"Received: value.shape={vs} with channel count {vs[3]} and filters.shape={fs} with "
+                             f"input channel count {fs[3]}.")
+        if rate < 1:
+            raise ValueError(f"`rate` cannot be less than one. Received: rate={rate}")
+        if padding not in ("SAME", "VALID"):
+            raise ValueError(f"`padding` must be either 'VALID' or 'SAME'. Received: padding={padding}")
+        if isinstance(output_shape, (list, tuple, np.ndarray)):
+            if np.shape(output_shape) != (4,):
+                raise ValueError(f"`output_shape` must have shape (4,). Received: output_shape="
+                                 f"{TensorShape(np.shape(output_shape))}")
+            if fs.ndims is not None and not fs[2].is_compatible_with(output_shape[3]):
+                raise ValueError(f"`output_shape` channel count must be compatible with `filters` output channel "
+                                 f"count. Received: output_shape={list(output_shape)} with channel count "
+                                 f"{output_shape[3]} and filters.shape={fs} with output channel count {fs[3]}.")
+        return conv2d_transpose(value, filters, output_shape, strides=[1, 1, 1, 1], padding=padding,
+                                dilations=[1, rate, rate, 1])
+
+
+_CHANNELS_LAST = (None, "NWC", "NHWC", "NDHWC")
+
+
+def convolution(input: Any, filter: Any = None, padding: Any = None, strides: Any = None,  # noqa: A002
+                dilation_rate: Any = None, name: str | None = None, data_format: str | None = None,
+                filters: Any = None, dilations: Any = None) -> Tensor:
+    """`af.nn.convolution`: the N-D convolution for N = 1 (conv1d) or 2 (Conv2D), chosen by the filter's rank;
+    dilation is the ops' dilations (TF's SpaceToBatchND wrapping gives the same values)."""
+    filter = _alias("filters", filters, "filter", filter)
+    dilation_rate = _alias("dilations", dilations, "dilation_rate", dilation_rate)
+    if not isinstance(filter, Tensor) or not isinstance(input, Tensor):
+        with name_scope("convolution_internal"):
+            filter = filter if isinstance(filter, Tensor) else convert_to_tensor(filter, name="filters")
+            input = input if isinstance(input, Tensor) else convert_to_tensor(input, name="input")
+    n = (filter.shape.ndims or input.shape.ndims or 0) - 2
+    if filter.shape.ndims is None and input.shape.ndims is None:
+        raise ValueError(f"When `num_spatial_dims` is not set, one of `input.shape.rank` or `filters.shape.rank` "
+                         f"must be known. Received: input.shape={input.shape} and filters.shape={filter.shape}")
+    if n not in (1, 2, 3):
+        raise ValueError(f"`num_spatial_dims` must be 1, 2, or 3. Received: num_spatial_dims={n}.")
+    if n == 3:
+        raise ValueError("convolution: 3-D convolutions (Conv3D) are not available in asyncflow")
+    channel_index = n + 1 if data_format in _CHANNELS_LAST else 1
+    dilations_seq = _get_sequence(dilation_rate, n, channel_index, "dilations")
+    strides_seq = _get_sequence(strides, n, channel_index, "strides")
+    if any(v > 1 for v in dilations_seq) and any(v > 1 for v in strides_seq):
+        spatial = slice(1, -1) if channel_index != 1 else slice(2, None)
+        raise ValueError(f"`strides > 1` not supported in conjunction with `dilation_rate > 1`. Received: "
+                         f"strides={strides_seq[spatial]} and dilation_rate={dilations_seq[spatial]}")
+    with name_scope(name, None if name else "convolution", [input, filter]) as scope:
+        if n == 1:
+            return conv1d(input, filter, strides_seq, padding=padding, data_format=data_format, name=scope,
+                          dilations=dilations_seq)
+        return conv2d_op(input, filter, strides=strides_seq, padding=padding, data_format=data_format or "NHWC",
+                         dilations=dilations_seq, name=scope)
+
+
+# -- pooling: the generic pool, 1-D pools, MaxPoolWithArgmax ----------------------------------------------------
+def _pool_1d(opdef_name: str, default_name: str, input: Any, ksize: Any, strides: Any, padding: Any,  # noqa: A002
+             data_format: str | None, name: str | None) -> Tensor:
+    """TF1's max_pool1d / avg_pool1d: ExpandDims, the 2-D pool named as the scope, Squeeze."""
+    with name_scope(name, default_name, [input]) as scope:
+        data_format = data_format or "NWC"
+        channel_index = 1 if data_format.startswith("NC") else 2
+        ksize = [1] + _get_sequence(ksize, 1, channel_index, "ksize")
+        strides = [1] + _get_sequence(strides, 1, channel_index, "strides")
+        attrs: dict[str, Any] = {}
+        if opdef_name == "MaxPool":
+            padding, explicit = _convert_padding_1d(padding)
+            attrs["explicit_paddings"] = explicit
+        elif isinstance(padding, (list, tuple)):
+            raise TypeError(f"Expected string for argument 'padding' not {padding!r}.")
+        expanding_dim = 1 if data_format == "NWC" else 2
+        fmt = "NHWC" if data_format == "NWC" else "NCHW"
+        value = array.expand_dims(input, expanding_dim)
+        pooled = OPS[opdef_name](value, ksize=ksize, strides=strides, padding=padding, data_format=fmt, name=scope,
+                                 **attrs)
+        return array.squeeze(pooled, [expanding_dim])
+
+
+def _convert_padding_1d(padding: Any) -> tuple[Any, list[int]]:
+    """TF's `convert_padding(padding, 3)` for the 1-D pool: three [before, after] pairs, one zero pair prepended."""
+    if not isinstance(padding, (list, tuple)):
+        return _convert_padding(padding)
+    if len(padding) != 3 or any(not isinstance(p, (list, tuple)) or len(p) != 2 for p in padding):
+        raise ValueError(f"When padding is a list, it must be of size 3 with pairs of [before, after]. Received: "
+                         f"padding={padding}")
+    return "EXPLICIT", [0, 0] + [int(v) for pair in padding for v in pair]
+
+
+def max_pool1d(input: Any, ksize: Any, strides: Any, padding: Any, data_format: str = "NWC",  # noqa: A002
+               name: str | None = None) -> Tensor:
+    """`af.nn.max_pool1d`: the maximum over windows of the width dimension ([N, W, C] or [N, C, W])."""
+    return _pool_1d("MaxPool", "MaxPool1d", input, ksize, strides, padding, data_format, name)
+
+
+def avg_pool1d(input: Any, ksize: Any, strides: Any, padding: Any, data_format: str = "NWC",  # noqa: A002
+               name: str | None = None) -> Tensor:
+    """`af.nn.avg_pool1d`: the mean over windows of the width dimension (SAME: over the elements inside)."""
+    return _pool_1d("AvgPool", "AvgPool1D", input, ksize, strides, padding, data_format, name)
+
+
+def pool(input: Any, window_shape: Any, pooling_type: str, padding: str, dilation_rate: Any = None,  # noqa: A002
+         strides: Any = None, name: str | None = None, data_format: str | None = None,
+         dilations: Any = None) -> Tensor:
+    """`af.nn.pool`: MAX or AVG pooling over 1 or 2 spatial dimensions; with dilation_rate > 1 (VALID, stride 1)
+    the maximum or mean of the window's dilated slices (TF gets the same values through SpaceToBatchND)."""
+    dilation_rate = _alias("dilations", dilations, "dilation_rate", dilation_rate)
+    with name_scope(name, f"{pooling_type.lower()}_pool", [input]) as scope:
+        input = convert_to_tensor(input, name="input")
+        window_shape = [int(v) for v in window_shape]
+        n = len(window_shape)
+        if not 1 <= n <= 3:
+            raise ValueError(f"`len(window_shape)` must be 1, 2, or 3. Received: window_shape={window_shape} of "
+                             f"length {n}")
+        if input.shape.ndims is not None and input.shape.ndims != n + 2:
+            raise ValueError(f"Shape {input.shape} must have rank {n + 2}")
+        strides, rate = _strides_and_rate(n, strides, dilation_rate)
+        if padding == "SAME" and any(r > 1 for r in rate):
+            raise ValueError(f"pooling with 'SAME' padding is not implemented for `dilation_rate` > 1. Received: "
+                             f"padding={padding} and dilation_rate={np.array(rate)}")
+        if any(s > w for s, w in zip(strides, window_shape)):
+            raise ValueError(f"`strides` > `window_shape` not supported due to inconsistency between CPU and GPU "
+                             f"implementations. Received: strides={np.array(strides)} and window_shape={window_shape}")
+        if pooling_type not in ("MAX", "AVG") or n == 3:
+            raise ValueError(f"{n}-D {pooling_type} pooling is not supported.")
+        channels_first = data_format is not None and data_format.startswith("NC")
+        if n == 1 and data_format not in (None, "NWC", "NCW"):
+            raise ValueError(f"data_format must be either 'NWC' or 'NCW'. Received: data_format={data_format}")
+        spatial_axes = list(range(2, n + 2)) if channels_first else list(range(1, n + 1))
+        if any(r > 1 for r in rate):
+            return _dilated_pool(input, window_shape, rate, pooling_type, spatial_axes, scope)
+        if n == 1:
+            return _pool_1d("MaxPool" if pooling_type == "MAX" else "AvgPool", scope, input, window_shape, strides,
+                            padding, data_format, scope)
+        ksize = [1, 1, *window_shape] if channels_first else [1, *window_shape, 1]
+        full_strides = [1, 1, *strides] if channels_first else [1, *strides, 1]
+        return OPS["MaxPool" if pooling_type == "MAX" else "AvgPool"](
+            input, ksize=ksize, strides=full_strides, padding=padding, data_format=data_format or "NHWC", name=scope)
+
+
+def _strides_and_rate(n: int, strides: Any, rate: Any) -> tuple[list[int], list[int]]:
+    """TF's `_get_strides_and_dilation_rate`: n positive values each, never both above 1."""
+    rate = [1] * n if rate is None else [int(v) for v in rate]
+    if len(rate) != n:
+        raise ValueError(f"`len(dilation_rate)` should be {n}. Received: dilation_rate={rate} of length {len(rate)}")
+    if any(v < 1 for v in rate):
+        raise ValueError(f"all values of `dilation_rate` must be positive. Received: dilation_rate={np.array(rate)}")
+    strides = [1] * n if strides is None else [int(v) for v in strides]
+    if len(strides) != n:
+        raise ValueError(f"`len(strides)` should be {n}. Received: strides={strides} of length {len(strides)}")
+    if any(v < 1 for v in strides):
+        raise ValueError(f"all values of `strides` must be positive. Received: strides={np.array(strides)}")
+    if any(v > 1 for v in strides) and any(v > 1 for v in rate):
+        raise ValueError(f"`strides > 1` not supported in conjunction with `dilation_rate > 1`. Received: "
+                         f"strides={np.array(strides)} and dilation_rate={np.array(rate)}")
+    return strides, rate
+
+
+def _dilated_pool(x: Tensor, window: list[int], rate: list[int], pooling_type: str, axes: list[int],
+                  scope: str) -> Tensor:
+    """A VALID, stride-1 pool whose window taps are `rate` apart: the max or mean over the k taps' slices."""
+    rank = len(axes) + 2
+    taps: list[Tensor] = []
+    for offsets in np.ndindex(*window):
+        spec: list[Any] = [slice(None)] * rank
+        for axis, k, r, o in zip(axes, window, rate, offsets):
+            spec[axis] = slice(o * r, -(k - 1 - o) * r or None)
+        taps.append(x[tuple(spec)])
+    if pooling_type == "MAX":
+        out = taps[0]
+        for t in taps[1:]:
+            out = math.maximum(out, t)
+        return array.identity(out, name=scope)
+    return math.truediv(math.add_n(taps), float(len(taps)), name=scope)
+
+
+# MaxPoolWithArgmax and its gradient: NHWC only, SAME/VALID, argmax = ((b * H + y) * W + x) * C + c with the batch
+# term only when include_batch_in_index (TF's flattening); ties go to the first maximum in row-major order.
+def _argmax_pool_shape(b: BuildContext) -> list[TensorShape]:
+    a = b.attrs
+    x = _require_rank4(b, 0, "input")
+    if a["padding"] not in ("SAME", "VALID"):
+        raise b.error(f"Attr 'padding' passed string {a['padding']!r} not in: \"SAME\", \"VALID\".")
+    for name in ("ksize", "strides"):
+        if len(a[name]) != 4 or any(int(v) < 1 for v in a[name]):
+            raise b.error(f"{name} must have 4 positive elements, got {list(a[name])}")
+    dims = list(x.dims)
+    for d in range(4):
+        def fail(msg: str) -> ValueError:
+            return b.error(f"{msg}: input shape {x}, ksize {list(a['ksize'])}, strides {list(a['strides'])}")
+
+        dims[d] = Dimension(_window(x[d].value, int(a["ksize"][d]), int(a["strides"][d]), 1, a["padding"], (0, 0),
+                                    fail)[0])
+    return [TensorShape(dims), TensorShape(dims)]
+
+
+def _nhwc_only(k) -> None:
+    k.data_format = "NHWC"  # the shared pool geometry reads it; MaxPoolWithArgmax has no data_format attr
+
+
+def _argmax(k, x: np.ndarray) -> np.ndarray:
+    from asyncflow.ops.nn_conv_backprop import _max_positions
+
+    where = _max_positions(k, x)
+    n, h, w, c = x.shape
+    flat = where * c + np.arange(c)
+    if k.include_batch_in_index:
+        flat = flat + (np.arange(n) * (h * w * c))[:, None, None, None]
+    return flat
+
+
+_ARGMAX_ATTRS = {"ksize": REQUIRED, "strides": REQUIRED, "padding": REQUIRED, "include_batch_in_index": False}
+
+
+@op("MaxPoolWithArgmax", inputs="input: T", outputs="output: T, argmax: Targmax",
+    types={"T": REAL, "Targmax": INDEX}, type_defaults={"Targmax": dtypes.int64}, attrs=dict(_ARGMAX_ATTRS),
+    shape=_argmax_pool_shape, prepare=_nhwc_only)
+async def max_pool_with_argmax_op(k, input):  # noqa: A002
+    x = np.asarray(input)
+    if x.ndim != 4:
+        raise ValueError(f"MaxPoolWithArgmax '{k.name}': input must be 4-D, got shape {list(x.shape)}")
+    flat = _argmax(k, x)
+    n = x.shape[0]
+    per_batch = flat if k.include_batch_in_index else flat + (np.arange(n) * (x.size // max(n, 1)))[:, None, None, None]
+    values = x.reshape(-1)[per_batch] if x.size else np.zeros(flat.shape, x.dtype)
+    return values.astype(k.out_dtypes[0], copy=False), flat.astype(k.out_dtypes[1])
+
+
+@max_pool_with_argmax_op.gradient
+def _max_pool_with_argmax_grad(op_: Operation, grad: Tensor, _argmax_grad: Any) -> list[Any]:
+    attrs = {name: op_.get_attr(name) for name in _ARGMAX_ATTRS}
+    return [max_pool_grad_with_argmax_op(op_.inputs[0], grad, op_.outputs[1], **attrs)]
+
+
+def _argmax_grad_shape(b: BuildContext) -> TensorShape:
+    _require_rank4(b, 1, "grad")
+    _require_rank4(b, 2, "argmax")
+    return _require_rank4(b, 0, "input")
+
+
+@op("MaxPoolGradWithArgmax", inputs="input: T, grad: T, argmax: Targmax", outputs="output: T",
+    types={"T": REAL, "Targmax": INDEX}, attrs=dict(_ARGMAX_ATTRS), shape=_argmax_grad_shape)
+async def max_pool_grad_with_argmax_op(k, input, grad, argmax):  # noqa: A002
+    x, g, where = np.asarray(input), np.asarray(grad), np.asarray(argmax, np.int64)
+    if g.shape != where.shape or x.ndim != 4:
+        raise ValueError(f"MaxPoolGradWithArgmax '{k.name}': grad and argmax must have the pool's output shape, got "
+                         f"{list(g.shape)} and {list(where.shape)} (input {list(x.shape)})")
+    n = x.shape[0]
+    if not k.include_batch_in_index and where.size:
+        where = where + (np.arange(n) * (x.size // n))[:, None, None, None]
+    if where.size and (where.min() < 0 or where.max() >= x.size):
+        raise ValueError(f"MaxPoolGradWithArgmax '{k.name}': argmax values must index the input's {x.size} "
+                         f"elements")
+    dx = np.bincount(where.reshape(-1), weights=widen(g).reshape(-1).astype(np.float64), minlength=x.size)
+    return dx.reshape(x.shape).astype(k.out_dtypes[0])
+
+
+@max_pool_grad_with_argmax_op.gradient
+def _max_pool_grad_with_argmax_grad(op_: Operation, grad: Tensor) -> list[Any]:
+    """The gradient reaches `grad` at the positions argmax names: a gather (TF: MaxPoolGradGradWithArgmax)."""
+    x, _, where = op_.inputs
+    flat = array.reshape(grad, [-1])
+    if not op_.get_attr("include_batch_in_index"):
+        shape = array.shape(x, out_type=where.dtype.base_dtype)
+        per_image = math.reduce_prod(shape[1:])
+        offsets = math.range(shape[0], dtype=where.dtype.base_dtype) * per_image
+        where = where + array.reshape(offsets, [-1, 1, 1, 1])
+    return [None, array.gather(flat, where), None]
+
+
+def max_pool_with_argmax(input: Any, ksize: Any, strides: Any, padding: str,  # noqa: A002
+                         data_format: str = "NHWC", Targmax: Any = None, name: str | None = None,  # noqa: N803
+                         output_dtype: Any = None, include_batch_in_index: bool = False) -> tuple[Tensor, Tensor]:
+    """`af.nn.max_pool_with_argmax`: (max_pool, the flat index of each maximum) for NHWC input."""
+    if data_format != "NHWC":
+        raise ValueError(f"`data_format` values other  than 'NHWC' are not supported. Received: "
+                         f"data_format={data_format}")
+    targmax = _alias("output_dtype", output_dtype, "Targmax", Targmax)
+    output, argmax = max_pool_with_argmax_op(
+        input, ksize=[int(v) for v in ksize], strides=[int(v) for v in strides], padding=padding,
+        Targmax=dtypes.as_dtype(targmax or dtypes.int64), include_batch_in_index=bool(include_batch_in_index),
+        name=name)
+    return output, argmax
+
+
+__all__ = [
+    "max_pool1d", "avg_pool1d", "pool", "max_pool_with_argmax",
+    "conv1d", "conv2d_transpose", "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d", "atrous_conv2d",
+    "atrous_conv2d_transpose", "convolution",
+]
