@@ -99,3 +99,19 @@ def at_k(labels, scores, k, kind, class_id=None, weights=None):
         tp += w * len(lab & pred)
         other += w * len(lab - pred if kind == "recall" else pred - lab)
     return tp / (tp + other) if tp + other else np.nan  # 0 / 0 is NaN in TF1
+
+
+def average_precision(labels, scores, k, num_classes, weights=None):
+    """TF1's mean average precision at k: per row, the sum of precision@j over the ranks j whose id is a
+    label, over min(labels >= 0 counted with duplicates, k); labels >= num_classes never match."""
+    labels = np.asarray(labels)
+    labels = labels[:, None] if labels.ndim == 1 else labels
+    labels = np.where(labels >= num_classes, -1, labels)
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    w = np.ones(len(labels)) if weights is None else np.asarray(weights, np.float64)
+    total = 0.0
+    for row, (lab, pred) in enumerate(zip(labels, top)):
+        relevant = np.isin(pred, lab)
+        precision_at = np.cumsum(relevant) / np.arange(1, k + 1)
+        total += w[row] * (precision_at * relevant).sum() / min((lab >= 0).sum(), k)
+    return total / w.sum()

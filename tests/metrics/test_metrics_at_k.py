@@ -3,6 +3,7 @@ numpy reference of TF1's per-row set counting, and against TF 2.21's values and 
 (pinned below, checked with tfdiff)."""
 
 import numpy as np
+import pytest
 
 import asyncflow as af
 from tests.metrics import reference as ref
@@ -78,3 +79,44 @@ def test_at_k_before_any_example_is_nan_and_labels_must_be_int64():
             assert "Types don't match" in str(e)
         else:
             raise AssertionError("int32 labels were accepted; TF1 refuses them")
+
+
+def test_average_precision_at_k_streams_names_and_tf_values():
+    r = np.random.RandomState(2)
+    scores = [r.rand(5, 6).astype(np.float32) for _ in range(3)]
+    labels2 = [r.randint(0, 7, (5, 3)).astype(np.int64) for _ in range(3)]  # 6 is out of range: never matches
+    labels1 = [r.randint(0, 6, 5).astype(np.int64) for _ in range(3)]
+    weights = [r.rand(5).astype(np.float32) for _ in range(3)]
+    tf_values = {"a1": 0.33333333, "a1_1": 0.13333333, "a1_w": 0.41323089, "a3": 0.27962963, "a3_1": 0.34444444,
+                 "a3_w": 0.30671735, "s": 0.23333333}  # TF 2.21, same streams
+    g = af.Graph()
+    with g.as_default():
+        s_ = af.placeholder(af.float32, [5, 6])
+        l2, l1 = af.placeholder(af.int64, [5, 3]), af.placeholder(af.int64, [5])
+        w = af.placeholder(af.float32, [5])
+        ms, refs = {}, {}
+        for k in (1, 3):
+            ms[f"a{k}"], refs[f"a{k}"] = af.metrics.average_precision_at_k(l2, s_, k), (labels2, k, False)
+            ms[f"a{k}_1"], refs[f"a{k}_1"] = af.metrics.average_precision_at_k(l1, s_, k), (labels1, k, False)
+            ms[f"a{k}_w"] = af.metrics.average_precision_at_k(l2, s_, k, weights=w)
+            refs[f"a{k}_w"] = (labels2, k, True)
+        ms["s"], refs["s"] = af.metrics.sparse_average_precision_at_k(l1, s_, 2), (labels1, 2, False)
+        # TF1's names, 'max_1' included: its scope comes after the `Max` op, and names are unique ignoring case.
+        assert [t.name for t in ms["a3"]] == ["average_precision_at_3/mean:0", "average_precision_at_3:0"]
+        assert [v.name for v in af.local_variables()][:2] == ["average_precision_at_1/max_1:0",
+                                                              "average_precision_at_1/total:0"]
+        with pytest.raises(ValueError, match="Invalid k=0"):
+            af.metrics.average_precision_at_k(l1, s_, 0)
+        with af.Session() as sess:
+            sess.run(af.local_variables_initializer())
+            assert sess.run(ms["a1"][0]) == 0.0  # total / max with max 0: 0, as TF1's _safe_scalar_div
+            for i in range(3):
+                ups = sess.run({k: u for k, (_, u) in ms.items()},
+                               {s_: scores[i], l2: labels2[i], l1: labels1[i], w: weights[i]})
+                for key, (labels, k, weighted) in refs.items():
+                    want = ref.average_precision(np.concatenate(labels[:i + 1]), np.concatenate(scores[:i + 1]), k,
+                                                 6, np.concatenate(weights[:i + 1]) if weighted else None)
+                    np.testing.assert_allclose(ups[key], want, rtol=1e-6, err_msg=key)
+            final = sess.run({k: v for k, (v, _) in ms.items()})
+    for key, want in tf_values.items():
+        np.testing.assert_allclose(final[key], want, rtol=1e-6, err_msg=key)
