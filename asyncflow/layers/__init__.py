@@ -11,6 +11,10 @@ from asyncflow.layers.convolutional import (
     Convolution2DTranspose,
     Deconv2D,
     Deconvolution2D,
+    SeparableConv1D,
+    SeparableConv2D,
+    SeparableConvolution1D,
+    SeparableConvolution2D,
     conv1d,
     conv2d,
     conv2d_transpose,
@@ -18,6 +22,10 @@ from asyncflow.layers.convolutional import (
     convolution2d,
     convolution2d_transpose,
     deconvolution2d,
+    separable_conv1d,
+    separable_conv2d,
+    separable_convolution1d,
+    separable_convolution2d,
 )
 from asyncflow.layers.core import Dense, Dropout, Flatten, FullyConnected, dense, dropout, flatten, fully_connected
 from asyncflow.layers.normalization import BatchNorm, BatchNormalization, batch_norm, batch_normalization
@@ -46,6 +54,8 @@ __all__: list[str] = [
     "Conv1D", "Conv2D", "Conv2DTranspose", "conv1d", "conv2d", "conv2d_transpose",
     "Convolution1D", "Convolution2D", "Convolution2DTranspose", "Deconvolution2D", "Deconv2D",
     "convolution1d", "convolution2d", "convolution2d_transpose", "deconvolution2d",
+    "SeparableConv1D", "SeparableConv2D", "separable_conv1d", "separable_conv2d", "SeparableConvolution1D",
+    "SeparableConvolution2D", "separable_convolution1d", "separable_convolution2d",
     "MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D",
     "max_pooling1d", "max_pooling2d", "average_pooling1d", "average_pooling2d",
     "MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",

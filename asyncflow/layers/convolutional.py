@@ -1,10 +1,12 @@
-"""`af.layers` convolutions, as `tf.compat.v1.layers`: Conv1D, Conv2D, Conv2DTranspose, SeparableConv2D and their
-functional forms (`conv1d`, `conv2d`, `conv2d_transpose`, `separable_conv2d`), with TF1's aliases.
+"""`af.layers` convolutions, as `tf.compat.v1.layers`: Conv1D, Conv2D, Conv2DTranspose, SeparableConv1D,
+SeparableConv2D and their functional forms (`conv1d`, `conv2d`, `conv2d_transpose`, `separable_conv1d`,
+`separable_conv2d`), with TF1's aliases (Convolution2D, SeparableConvolution2D, ...).
 
 Variables as TF1: `conv2d/kernel` [kh, kw, in, filters] (the transpose's [kh, kw, filters, in]), `conv2d/bias`;
-SeparableConv2D's `depthwise_kernel` and `pointwise_kernel`. Ops are `conv2d/Conv2D`, `conv1d/Conv1D/...`,
-`conv2d_transpose/conv2d_transpose`, then `BiasAdd` and the activation. Arguments are checked as Keras's base
-convolution checks them (kernel_size, strides, padding, data_format, dilation with strides), before any op.
+the separable layers' `depthwise_kernel` and `pointwise_kernel`. Ops are `conv2d/Conv2D`, `conv1d/Conv1D/...`,
+`conv2d_transpose/conv2d_transpose`, `separable_conv2d/separable_conv2d`, then `BiasAdd` and the activation.
+Arguments are checked as Keras's base convolution checks them (kernel_size, strides, padding, data_format,
+dilation with strides), before any op.
 """
 
 from __future__ import annotations
@@ -297,11 +299,152 @@ def conv2d_transpose(inputs: Any, filters: int, kernel_size: Any, strides: Any =
                            _reuse=reuse)(inputs)
 
 
+class _SeparableConv(_Conv):
+    """Keras's separable convolution: a depthwise convolution (`depthwise_kernel` [k..., in, depth_multiplier])
+    then a pointwise one (`pointwise_kernel` [1..., in * depth_multiplier, filters]), on af.nn.separable_conv2d."""
+
+    def __init__(self, rank: int, filters: int, kernel_size: Any, strides: Any = 1, padding: str = "valid",
+                 data_format: str = "channels_last", dilation_rate: Any = 1, depth_multiplier: int = 1,
+                 activation: Any = None, use_bias: bool = True, depthwise_initializer: Any = None,
+                 pointwise_initializer: Any = None, bias_initializer: Any = _ZEROS, depthwise_regularizer: Any = None,
+                 pointwise_regularizer: Any = None, bias_regularizer: Any = None, activity_regularizer: Any = None,
+                 depthwise_constraint: Any = None, pointwise_constraint: Any = None, bias_constraint: Any = None,
+                 trainable: bool = True, name: str | None = None, **kwargs: Any):
+        super().__init__(rank, filters, kernel_size, strides, padding, data_format, dilation_rate, activation,
+                         use_bias, bias_initializer=bias_initializer, bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer, bias_constraint=bias_constraint,
+                         trainable=trainable, name=name, **kwargs)
+        self.depth_multiplier = depth_multiplier
+        self.depthwise_initializer = get_initializer(depthwise_initializer)
+        self.pointwise_initializer = get_initializer(pointwise_initializer)
+        self.depthwise_regularizer, self.pointwise_regularizer = depthwise_regularizer, pointwise_regularizer
+        self.depthwise_constraint, self.pointwise_constraint = depthwise_constraint, pointwise_constraint
+
+    def build(self, input_shape: Any) -> None:
+        input_shape = as_shape(input_shape)
+        channels = self._input_channel(input_shape)
+        self.input_spec = InputSpec(ndim=self.rank + 2, axes={self._channel_axis: channels})
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel", shape=list(self.kernel_size) + [channels, self.depth_multiplier],
+            initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
+            constraint=self.depthwise_constraint, dtype=self._dtype, trainable=True)
+        self.pointwise_kernel = self.add_weight(
+            "pointwise_kernel", shape=[1] * self.rank + [self.depth_multiplier * channels, self.filters],
+            initializer=self.pointwise_initializer, regularizer=self.pointwise_regularizer,
+            constraint=self.pointwise_constraint, dtype=self._dtype, trainable=True)
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight("bias", shape=[self.filters], initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                                        dtype=self._dtype, trainable=True)
+        self.built = True
+
+    def call(self, inputs: Any) -> Any:
+        inputs = convert_to_tensor(inputs)
+        input_shape = inputs.shape
+        first = self.data_format == "channels_first"
+        depthwise, pointwise = self.depthwise_kernel, self.pointwise_kernel
+        strides, rate, padding = tuple(self.strides), tuple(self.dilation_rate), self.padding
+        if self.rank == 1:
+            # TF's 1-D form: a height-1 axis in front of the time axis, a 2-D separable convolution, Squeeze.
+            if padding == "causal":
+                left = self.dilation_rate[0] * (self.kernel_size[0] - 1)
+                inputs = pad(inputs, [[0, 0], [0, 0], [left, 0]] if first else [[0, 0], [left, 0], [0, 0]])
+                padding = "valid"
+            spatial_start = 2 if first else 1
+            inputs = array.expand_dims(inputs, spatial_start)
+            depthwise, pointwise = array.expand_dims(depthwise, 0), array.expand_dims(pointwise, 0)
+            strides, rate = strides * 2, (1,) + rate
+        outputs = nn_conv_extra.separable_conv2d(
+            inputs, depthwise, pointwise, strides=[1, 1, *strides] if first else [1, *strides, 1],
+            padding=padding.upper(), rate=list(rate), data_format="NCHW" if first else "NHWC")
+        if self.use_bias:
+            outputs = nn_ops.bias_add(outputs, self.bias, data_format="NCHW" if first else "NHWC")
+        if self.rank == 1:
+            outputs = array.squeeze(outputs, [spatial_start])
+        if input_shape.ndims:
+            outputs.set_shape(self.compute_output_shape(input_shape))
+        if self.activation is not None:
+            outputs = self.activation(outputs)
+        return outputs
+
+
+class SeparableConv1D(_SeparableConv):
+    """`af.layers.SeparableConv1D(filters, kernel_size, strides=1, padding='valid', data_format='channels_last',
+    dilation_rate=1, depth_multiplier=1, ...)`."""
+
+    def __init__(self, filters: int, kernel_size: Any, strides: Any = 1, padding: str = "valid",
+                 data_format: str = "channels_last", dilation_rate: Any = 1, depth_multiplier: int = 1,
+                 activation: Any = None, use_bias: bool = True, depthwise_initializer: Any = None,
+                 pointwise_initializer: Any = None, bias_initializer: Any = _ZEROS, depthwise_regularizer: Any = None,
+                 pointwise_regularizer: Any = None, bias_regularizer: Any = None, activity_regularizer: Any = None,
+                 depthwise_constraint: Any = None, pointwise_constraint: Any = None, bias_constraint: Any = None,
+                 trainable: bool = True, name: str | None = None, **kwargs: Any):
+        super().__init__(1, filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                         activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                         depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                         depthwise_constraint, pointwise_constraint, bias_constraint, trainable, name, **kwargs)
+
+
+class SeparableConv2D(_SeparableConv):
+    """`af.layers.SeparableConv2D(filters, kernel_size, strides=(1, 1), padding='valid',
+    data_format='channels_last', dilation_rate=(1, 1), depth_multiplier=1, ...)`."""
+
+    def __init__(self, filters: int, kernel_size: Any, strides: Any = (1, 1), padding: str = "valid",
+                 data_format: str = "channels_last", dilation_rate: Any = (1, 1), depth_multiplier: int = 1,
+                 activation: Any = None, use_bias: bool = True, depthwise_initializer: Any = None,
+                 pointwise_initializer: Any = None, bias_initializer: Any = _ZEROS, depthwise_regularizer: Any = None,
+                 pointwise_regularizer: Any = None, bias_regularizer: Any = None, activity_regularizer: Any = None,
+                 depthwise_constraint: Any = None, pointwise_constraint: Any = None, bias_constraint: Any = None,
+                 trainable: bool = True, name: str | None = None, **kwargs: Any):
+        super().__init__(2, filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                         activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                         depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                         depthwise_constraint, pointwise_constraint, bias_constraint, trainable, name, **kwargs)
+
+
+def separable_conv1d(inputs: Any, filters: int, kernel_size: Any, strides: Any = 1, padding: str = "valid",
+                     data_format: str = "channels_last", dilation_rate: Any = 1, depth_multiplier: int = 1,
+                     activation: Any = None, use_bias: bool = True, depthwise_initializer: Any = None,
+                     pointwise_initializer: Any = None, bias_initializer: Any = _ZEROS,
+                     depthwise_regularizer: Any = None, pointwise_regularizer: Any = None,
+                     bias_regularizer: Any = None, activity_regularizer: Any = None, depthwise_constraint: Any = None,
+                     pointwise_constraint: Any = None, bias_constraint: Any = None, trainable: bool = True,
+                     name: str | None = None, reuse: Any = None) -> Any:
+    """`af.layers.separable_conv1d`: the functional form of `SeparableConv1D`."""
+    return SeparableConv1D(filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                           activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                           depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                           depthwise_constraint, pointwise_constraint, bias_constraint, trainable, name,
+                           _scope=name, _reuse=reuse)(inputs)
+
+
+def separable_conv2d(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1), padding: str = "valid",
+                     data_format: str = "channels_last", dilation_rate: Any = (1, 1), depth_multiplier: int = 1,
+                     activation: Any = None, use_bias: bool = True, depthwise_initializer: Any = None,
+                     pointwise_initializer: Any = None, bias_initializer: Any = _ZEROS,
+                     depthwise_regularizer: Any = None, pointwise_regularizer: Any = None,
+                     bias_regularizer: Any = None, activity_regularizer: Any = None, depthwise_constraint: Any = None,
+                     pointwise_constraint: Any = None, bias_constraint: Any = None, trainable: bool = True,
+                     name: str | None = None, reuse: Any = None) -> Any:
+    """`af.layers.separable_conv2d`: the functional form of `SeparableConv2D`."""
+    return SeparableConv2D(filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                           activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                           depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                           depthwise_constraint, pointwise_constraint, bias_constraint, trainable, name,
+                           _scope=name, _reuse=reuse)(inputs)
+
+
 Convolution1D = Conv1D
 Convolution2D = Conv2D
 Convolution2DTranspose = Deconvolution2D = Deconv2D = Conv2DTranspose
 convolution1d = conv1d
 convolution2d = conv2d
 convolution2d_transpose = deconvolution2d = conv2d_transpose
+SeparableConvolution1D = SeparableConv1D
+SeparableConvolution2D = SeparableConv2D
+separable_convolution1d = separable_conv1d
+separable_convolution2d = separable_conv2d
 
-__all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "conv1d", "conv2d", "conv2d_transpose"]
+__all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "SeparableConv1D", "SeparableConv2D", "conv1d", "conv2d",
+           "conv2d_transpose", "separable_conv1d", "separable_conv2d"]

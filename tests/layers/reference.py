@@ -80,3 +80,12 @@ def numeric_grad(sess, loss, variable, feed=None, eps: float = 1e-6) -> np.ndarr
             grad.flat[i] += sign * sess.run(loss, feed) / (2 * eps)
     variable.load(base, sess)
     return grad
+
+
+def separable_conv2d(x: np.ndarray, depthwise: np.ndarray, pointwise: np.ndarray, strides=(1, 1), padding="valid",
+                     dilation=(1, 1)) -> np.ndarray:
+    """Depthwise (channel c with multiplier m -> output channel c * M + m), then a 1x1 pointwise convolution."""
+    c, m = depthwise.shape[2:]
+    parts = [conv2d(x[..., i:i + 1], depthwise[:, :, i:i + 1, j:j + 1], strides, padding, dilation)
+             for i in range(c) for j in range(m)]
+    return np.concatenate(parts, axis=-1) @ pointwise[0, 0]

@@ -221,3 +221,40 @@ def test_bad_arguments(build, message):
     with pytest.raises(ValueError) as info:
         build(x, x3)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("strides,padding,dilation,multiplier,data_format", [
+    ((1, 1), "valid", (1, 1), 2, "channels_last"),
+    ((2, 2), "same", (1, 1), 1, "channels_last"),
+    ((1, 1), "valid", (2, 2), 1, "channels_last"),
+    ((1, 1), "same", (1, 1), 3, "channels_first"),
+])
+def test_separable_conv2d_values(strides, padding, dilation, multiplier, data_format):
+    first = data_format == "channels_first"
+    xv = nchw(X) if first else X
+    x = af.placeholder(af.float32, xv.shape)
+    layer = af.layers.SeparableConv2D(4, (3, 2), strides=strides, padding=padding, dilation_rate=dilation,
+                                      depth_multiplier=multiplier, data_format=data_format, activation=af.nn.relu,
+                                      bias_initializer=af.random_normal_initializer(seed=5))
+    y = layer(x)
+    assert [v.name for v in layer.weights] == [
+        "separable_conv2d/depthwise_kernel:0", "separable_conv2d/pointwise_kernel:0", "separable_conv2d/bias:0"]
+    assert layer.pointwise_kernel.shape.as_list() == [1, 1, 3 * multiplier, 4]
+    out, dw, pw, b = run([y, layer.depthwise_kernel, layer.pointwise_kernel, layer.bias], {x: xv})
+    expect = np.maximum(ref.separable_conv2d(X, dw, pw, strides, padding, dilation) + b, 0)
+    np.testing.assert_allclose(nhwc(out) if first else out, expect, rtol=1e-5, atol=1e-5)
+    assert y.shape.as_list() == list(out.shape)
+
+
+def test_separable_conv1d_values_and_names():
+    x = af.placeholder(af.float32, [None, 9, 3])
+    y = af.layers.separable_conv1d(x, 4, 3, depth_multiplier=2, padding="causal", dilation_rate=2,
+                                   bias_initializer=af.ones_initializer())
+    # Checked against TF 2.21: the output op and the variables' shapes.
+    assert y.name == "separable_conv1d/Squeeze:0" and y.shape.as_list() == [None, 9, 4]
+    dw, pw = af.global_variables()[:2]
+    assert (dw.shape.as_list(), pw.shape.as_list()) == ([3, 3, 2], [1, 6, 4])
+    out, dwv, pwv = run([y, dw, pw], {x: X1})
+    padded = np.pad(X1, [(0, 0), (4, 0), (0, 0)])[:, None]
+    expect = ref.separable_conv2d(padded, dwv[None], pwv[None], dilation=(1, 2))[:, 0] + 1
+    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)

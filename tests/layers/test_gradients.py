@@ -74,3 +74,8 @@ def test_batch_normalization_fused_gradient():
     # FusedBatchNormV3 is float32 only: a wider step and looser tolerances.
     check(lambda x: af.layers.batch_normalization(x, training=True, gamma_initializer=af.constant_initializer(1.3)),
           RNG.randn(2, 2, 3, 2).astype(np.float32), rtol=2e-2, atol=2e-2, eps=1e-2)
+
+
+def test_separable_conv2d_gradient():
+    check(lambda x: af.layers.separable_conv2d(x, 2, 2, depth_multiplier=2, padding="same",
+                                               bias_initializer=af.random_normal_initializer()), RNG.randn(1, 3, 3, 2))
