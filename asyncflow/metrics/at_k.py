@@ -24,6 +24,7 @@ from asyncflow.ops.math_extra import cumsum
 from asyncflow.ops.nn_extra import top_k
 from asyncflow.ops.registry import convert_to_tensor
 from asyncflow.ops.state import assign_add
+from asyncflow.sparse_tensor import is_sparse
 
 __all__ = [
     "average_precision_at_k",
@@ -39,6 +40,13 @@ __all__ = [
 def _at_k_name(name: str, k: int | None = None, class_id: int | None = None) -> str:
     name = f"{name}_at_{k}" if k is not None else f"{name}_at_k"
     return f"{name}_class{class_id}" if class_id is not None else name
+
+
+def _dense_labels(labels: Any, metric: str) -> Tensor:
+    if is_sparse(labels):
+        raise TypeError(f"{metric}: labels as a SparseTensor are not supported yet; pass dense int64 labels "
+                        "[D1, ... DN, num_labels] or [D1, ... DN]")
+    return convert_to_tensor(labels, name="labels")
 
 
 def _maybe_expand_labels(labels: Any, predictions: Tensor) -> Tensor:
@@ -114,7 +122,7 @@ def _at_top_k(kind: str, other: str, labels: Any, predictions_idx: Any, k: int |
               name: str | None) -> tuple[Tensor, Tensor]:
     with name_scope(name, _at_k_name(kind, k, class_id=class_id), (predictions_idx, labels, weights)) as scope:
         predictions_idx = convert_to_tensor(predictions_idx, name="predictions_idx")
-        labels = _maybe_expand_labels(labels, predictions_idx)
+        labels = _maybe_expand_labels(_dense_labels(labels, f"{kind}_at_k"), predictions_idx)
         top_k_idx = math.cast(predictions_idx, dtypes.int64)
         counts = _per_example_counts(labels, top_k_idx, class_id)
         tp, tp_update = _streaming_count("tp", counts, k, class_id, weights)
@@ -212,7 +220,7 @@ def average_precision_at_k(labels: Any, predictions: Any, k: int, weights: Any =
     with name_scope(name, _at_k_name("average_precision", k), (predictions, labels, weights)) as scope:
         predictions = convert_to_tensor(predictions, name="predictions")
         _, predictions_idx = top_k(predictions, k)
-        labels = convert_to_tensor(labels, name="labels")
+        labels = _dense_labels(labels, "average_precision_at_k")
         num_classes = math.cast(array.shape(predictions)[-1], dtypes.int64)
         labels = _clean_out_of_range(labels, num_classes)
         average_precision = _average_precision(labels, predictions_idx)
