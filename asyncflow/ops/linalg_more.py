@@ -15,6 +15,7 @@ as in TF.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -276,7 +277,9 @@ async def Lu(k, x):
     flat = x.reshape((-1, n, n))
     packed, perms = np.empty_like(flat), np.empty(flat.shape[:-1], np.int64)
     for i, a in enumerate(flat):
-        lu, piv = sla.lu_factor(a, check_finite=False)
+        with warnings.catch_warnings():  # a singular matrix is reported below as TF's error, not warned about
+            warnings.simplefilter("ignore", sla.LinAlgWarning)
+            lu, piv = sla.lu_factor(a, check_finite=False)
         perm = np.arange(n)
         for row, other in enumerate(piv):  # LAPACK's sequential row swaps, as one permutation
             perm[[row, other]] = perm[[other, row]]
@@ -331,9 +334,10 @@ def _per_matrix(fn: Any, x: np.ndarray, out_dtype: Any) -> np.ndarray:
     flat = x.reshape((-1, n, n))
     out = np.stack([fn(a) for a in flat]) if len(flat) else np.zeros_like(flat)
     if out.dtype.kind == "c" and np.dtype(out_dtype).kind != "c":
-        # a real matrix whose function is not real (a negative eigenvalue under sqrtm): NaN, not a complex value
-        tiny = np.abs(out.imag) <= 1e-6 * np.maximum(np.abs(out.real), 1)
-        out = np.where(tiny, out.real, np.nan)
+        # a real matrix whose function is not real (a negative eigenvalue under sqrtm) is all NaN, as TF
+        scale = np.maximum(np.abs(out).max(axis=(-2, -1), keepdims=True), 1)
+        real = np.all(np.abs(out.imag) <= 1e-6 * scale, axis=(-2, -1), keepdims=True)
+        out = np.where(real, out.real, np.nan)
     return out.reshape(x.shape).astype(out_dtype)
 
 
@@ -375,7 +379,7 @@ def _matrix_square_root_grad(op: Any, grad: Tensor) -> Tensor:
 @op("MatrixLogarithm", inputs="input: T", outputs="output: T", types={"T": COMPLEX},
     shape=lambda b: _matrix_shape(b), differentiable=False)
 async def MatrixLogarithm(k, x):
-    return _per_matrix(lambda a: sla.logm(a, disp=False)[0], x, k.out_dtypes[0])
+    return _per_matrix(sla.logm, x, k.out_dtypes[0])
 
 
 def expm(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
