@@ -351,3 +351,58 @@ def test_conv1d_and_conv2d_transpose_errors():
         with af.Session() as sess:
             with pytest.raises(af.errors.InvalidArgumentError, match="Size of out_backprop doesn't match computed"):
                 sess.run(wrong)
+
+
+def test_depthwise_separable_pool_names_and_shapes_as_tf():
+    with af.Graph().as_default() as g:
+        x = af.placeholder(af.float32, [None, 7, None, 3])
+        assert af.nn.depthwise_conv2d(x, WD, [1, 1, 1, 1], "SAME").shape.as_list() == [None, 7, None, 6]
+        assert af.nn.depthwise_conv2d(XD, WD, [1, 1, 1, 1], "SAME").name == "depthwise_1:0"
+        sep = af.nn.separable_conv2d(XD, WD, PW, [1, 1, 1, 1], "SAME")
+        assert sep.name == "separable_conv2d:0" and sep.op.inputs[0].name == "separable_conv2d/depthwise:0"
+        assert af.nn.convolution(X1, W1, "SAME", strides=[2]).name == "convolution/Squeeze:0"
+        assert af.nn.pool(XD, [2, 2], "MAX", "SAME").name == "max_pool:0"
+        assert af.nn.pool(XD[:, 0], [2], "AVG", "VALID").name == "avg_pool/Squeeze:0"
+        assert af.nn.max_pool1d(XD[:, 0], 2, 2, "SAME").name == "MaxPool1d/Squeeze:0"
+        assert af.nn.avg_pool1d(XD[:, 0], 2, 2, "SAME").name == "AvgPool1D/Squeeze:0"
+        out, argmax = af.nn.max_pool_with_argmax(XD, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+        assert (out.name, argmax.name, argmax.dtype, argmax.shape.as_list()) == (
+            "MaxPoolWithArgmax:0", "MaxPoolWithArgmax:1", af.int64, [2, 4, 3, 3])
+        assert "DepthwiseConv2dNative" in {op.type for op in g.get_operations()}
+
+
+def test_depthwise_separable_pool_errors():
+    with af.Graph().as_default():
+        with pytest.raises(ValueError, match=r"DepthwiseConv2dNative 'DepthwiseConv2dNative': Dimensions must be "
+                                             r"equal, but are 3 and 2"):
+            af.nn.depthwise_conv2d_native(XD, WD[:, :, :2], [1, 2, 2, 1], "VALID")
+        with pytest.raises(ValueError, match=r"Shape must be rank 4 but is rank 3"):
+            af.nn.depthwise_conv2d(XD[0], WD, [1, 1, 1, 1], "SAME")
+        with pytest.raises(ValueError, match=r"Dimensions 2 and 1 are not compatible"):
+            af.nn.separable_conv2d(XD, WD, np.zeros((1, 2, 6, 4), np.float32), [1, 1, 1, 1], "SAME")
+        with pytest.raises(ValueError, match=r"must have rank 4"):
+            af.nn.separable_conv2d(XD, WD, np.zeros((6, 4), np.float32), [1, 1, 1, 1], "SAME")
+        with pytest.raises(ValueError, match=r"strides \[1, 2, 2, 1\] > 1 together with rate \[2, 2\]"):
+            af.nn.depthwise_conv2d(XD, WD, [1, 2, 2, 1], "SAME", rate=[2, 2])
+        with pytest.raises(ValueError, match=r"`strides > 1` not supported in conjunction with `dilation_rate > 1`"):
+            af.nn.convolution(XD, WD, "SAME", strides=[2, 2], dilation_rate=[2, 2])
+        with pytest.raises(ValueError, match=r"3-D convolutions \(Conv3D\) are not available"):
+            af.nn.convolution(XD[:, None], WD[None], "SAME")
+        with pytest.raises(ValueError, match=r"2-D MIN pooling is not supported"):
+            af.nn.pool(XD, [2, 2], "MIN", "VALID")
+        with pytest.raises(ValueError, match=r"pooling with 'SAME' padding is not implemented for `dilation_rate` > 1"):
+            af.nn.pool(XD, [2, 2], "MAX", "SAME", dilation_rate=[2, 2])
+        with pytest.raises(ValueError, match=r"`strides` > `window_shape` not supported"):
+            af.nn.pool(XD, [2, 2], "MAX", "SAME", strides=[3, 1])
+        with pytest.raises(ValueError, match=r"`len\(window_shape\)` must be 1, 2, or 3"):
+            af.nn.pool(XD, [], "MAX", "SAME")
+        with pytest.raises(ValueError, match=r"`data_format` values other  than 'NHWC' are not supported"):
+            af.nn.max_pool_with_argmax(XD, [1, 2, 2, 1], [1, 2, 2, 1], "SAME", data_format="NCHW")
+        with pytest.raises(ValueError, match=r"`rate` cannot be less than one"):
+            af.nn.atrous_conv2d_transpose(XT, WT, [2, 4, 5, 2], 0, "SAME")
+        with pytest.raises(ValueError, match=r"`output_shape` must have shape \(4,\)"):
+            af.nn.atrous_conv2d_transpose(XT, WT, [2, 4, 5], 2, "SAME")
+        uneven = af.nn.depthwise_conv2d_native(XD, WD, [1, 2, 1, 1], "SAME")  # TF's kernels refuse it at run time
+        with af.Session() as sess:
+            with pytest.raises(af.errors.InvalidArgumentError, match="only supports equal length strides"):
+                sess.run(uneven)
