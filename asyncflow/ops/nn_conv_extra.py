@@ -6,7 +6,8 @@ Everything reuses the arithmetic of `nn_conv` / `nn_conv_backprop`: 1-D ops are 
 squeeze; conv2d_transpose is TF's Conv2DBackpropInput; a depthwise convolution with channel multiplier M over C
 channels is a grouped convolution with C groups (the filter [KH, KW, C, M] read as [KH, KW, 1, C*M], which keeps
 TF's output channel order c*M + m), so its kernels call the grouped Conv2D helpers. Dilation (`rate`) is the
-ops' `dilations` attr rather than TF's SpaceToBatchND wrapping: the values are the same, the graph is smaller.
+ops' `dilations` attr rather than TF's SpaceToBatchND wrapping: the values are the same, the graph is smaller
+(a dilated pool, which no pool op can express, is the max or mean of its taps' strided slices).
 """
 
 from __future__ import annotations
