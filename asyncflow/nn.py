@@ -1,6 +1,7 @@
 """`af.nn`: neural-network ops, as `tf.compat.v1.nn` (declared in asyncflow.ops.nn_* and asyncflow.rnn)."""
 
 from asyncflow.ops.nn_conv_extra import *
+from asyncflow.ops.nn_embedding import *
 from asyncflow.ops.nn_extra import *
 from asyncflow.ops.nn_norm import *
 from asyncflow.ops.nn_ops import *

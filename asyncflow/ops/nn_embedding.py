@@ -269,4 +269,127 @@ def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod", nam
         return _clip(ret, ids, max_norm)
 
 
-__all__ = ["embedding_lookup"]
+
+# -- embedding_lookup_sparse / safe_embedding_lookup_sparse ------------------------------------------------------
+def _shards(params: Any) -> list[Any]:
+    from asyncflow.partitioned_variables import PartitionedVariable
+
+    if isinstance(params, PartitionedVariable):
+        return list(params)
+    return list(params) if isinstance(params, (list, tuple)) else [params]
+
+
+def embedding_lookup_sparse(params: Any, sp_ids: Any, sp_weights: Any, partition_strategy: str = "mod",
+                            name: str | None = None, combiner: str | None = None, max_norm: Any = None) -> Tensor:
+    """`af.nn.embedding_lookup_sparse`: per row of `sp_ids` (a rank-2 SparseTensor, rows in order), the
+    sum/mean/sqrtn of the embeddings of its ids, weighted by `sp_weights` when given.
+
+    TF1's graph: the unique ids are looked up once (`embedding_lookup`, so the gradient to `params`
+    is an IndexedSlices) and combined with SparseSegmentSum/Mean/SqrtN, or, with weights, scaled and
+    combined with SegmentSum (a weighted mean divides by the weights' sum, 0 where it is 0, as TF 2's
+    compat.v1)."""
+    from asyncflow.ops.sparse_math import SEGMENT_OPS
+    from asyncflow.sparse_tensor import SparseTensor
+
+    combiner = "mean" if combiner is None else combiner
+    if combiner not in ("mean", "sqrtn", "sum"):
+        raise ValueError(f"combiner must be one of 'mean', 'sqrtn' or 'sum', got {combiner}")
+    params = _shards(params)
+    if not isinstance(sp_ids, SparseTensor):
+        raise TypeError(f"sp_ids must be SparseTensor, got {type(sp_ids)}")
+    ignore_weights = sp_weights is None
+    if not ignore_weights:
+        if not isinstance(sp_weights, SparseTensor):
+            raise TypeError(f"sp_weights must be either None or SparseTensor,got {type(sp_weights)}")
+        for what in ("values", "indices", "dense_shape"):
+            a, b = getattr(sp_ids, what).shape, getattr(sp_weights, what).shape
+            if not a.is_compatible_with(b):
+                raise ValueError(f"embedding_lookup_sparse: sp_ids.{what} has shape {a} but sp_weights.{what} "
+                                 f"has shape {b}")
+    with name_scope(name, "embedding_lookup_sparse", params + [sp_ids.indices, sp_ids.values]) as scope:
+        segment_ids = sp_ids.indices[:, 0]
+        if segment_ids.dtype != dtypes.int32:
+            segment_ids = math.cast(segment_ids, dtypes.int32)
+        ids, idx = _op("Unique")(sp_ids.values)
+        embeddings = embedding_lookup(params, ids, partition_strategy=partition_strategy, max_norm=max_norm)
+        if ignore_weights:
+            kind = {"sum": "Sum", "mean": "Mean", "sqrtn": "SqrtN"}[combiner]
+            return SEGMENT_OPS[(kind, False)](embeddings, idx, segment_ids, name=scope)
+        weights = sp_weights.values
+        if weights.dtype != embeddings.dtype:
+            weights = math.cast(weights, embeddings.dtype)
+        embeddings = array.gather(embeddings, idx)
+        ones = array.ones(array.expand_dims(array.rank(embeddings) - 1, 0), dtype=dtypes.int32)
+        static = weights.shape
+        weights = array.reshape(weights, array.concat([array.shape(weights), ones], 0))
+        if embeddings.shape.ndims is not None:
+            weights.set_shape(static.concatenate([1] * (embeddings.shape.ndims - 1)))
+        embeddings = embeddings * weights
+        segment_sum = _op("SegmentSum")
+        if combiner == "sum":
+            return segment_sum(embeddings, segment_ids, name=scope)
+        embeddings = segment_sum(embeddings, segment_ids)
+        if combiner == "mean":
+            return _div_no_nan(embeddings, segment_sum(weights, segment_ids), scope)
+        total = math.sqrt(segment_sum(math.pow(weights, 2), segment_ids))
+        return _div_no_nan(embeddings, total, scope)
+
+
+def _div_no_nan(x: Tensor, y: Tensor, name: str) -> Tensor:
+    """x / y, and 0 where y is 0 (a row whose weights sum to 0), as TF's div_no_nan; the divisor is made
+    safe first so the gradient has no nan either."""
+    zero = math.equal(y, array.zeros_like(y))
+    safe = math.where_v2(zero, array.ones_like(y), y)
+    quotient = x / safe
+    return math.where_v2(zero, array.zeros_like(quotient), quotient, name=name)
+
+
+def safe_embedding_lookup_sparse(embedding_weights: Any, sparse_ids: Any, sparse_weights: Any = None,
+                                 combiner: str = "mean", default_id: Any = None, name: str | None = None,
+                                 partition_strategy: str = "div", max_norm: Any = None) -> Tensor:
+    """`af.nn.safe_embedding_lookup_sparse`: `embedding_lookup_sparse` over ids of any rank >= 2 that drops
+    invalid ids (< 0) and, unless combiner is "sum", non-positive weights; an empty row gets the embedding
+    of `default_id`, or zeros."""
+    from asyncflow.ops.sparse_ops import sparse_fill_empty_rows, sparse_reshape, sparse_retain
+    from asyncflow.sparse_tensor import SparseTensor
+
+    weights = _shards(embedding_weights)
+    if not weights:
+        raise ValueError(f"Missing embedding_weights {embedding_weights}.")
+    dtype = sparse_weights.dtype if sparse_weights is not None else None
+    weights = [w if hasattr(w, "_read_for_op") and dtype in (None, w.dtype.base_dtype)
+               else convert_to_tensor(w, dtype=dtype) for w in weights]
+    with name_scope(name, "embedding_lookup", weights + [sparse_ids.indices]) as scope:
+        original_shape = sparse_ids.dense_shape
+        rank_dim = original_shape.shape[0].value if original_shape.shape.ndims else None
+        rank = array.size(original_shape) if rank_dim is None else rank_dim
+        sparse_ids = sparse_reshape(sparse_ids, [
+            math.reduce_prod(array.slice(original_shape, [0], array.reshape(rank - 1, [1]))),
+            array.gather(original_shape, rank - 1)])
+        if sparse_weights is not None:
+            sparse_weights = SparseTensor(sparse_ids.indices, sparse_weights.values, sparse_ids.dense_shape)
+        valid = math.greater_equal(sparse_ids.values, 0)
+        sparse_ids = sparse_retain(sparse_ids, valid)
+        if sparse_weights is not None:
+            sparse_weights = sparse_retain(sparse_weights, valid)
+            if combiner != "sum":
+                positive = math.greater(sparse_weights.values, 0)
+                sparse_ids = sparse_retain(sparse_ids, positive)
+                sparse_weights = sparse_retain(sparse_weights, positive)
+        sparse_ids, is_row_empty = sparse_fill_empty_rows(sparse_ids, default_id or 0)
+        if sparse_weights is not None:
+            sparse_weights, _ = sparse_fill_empty_rows(sparse_weights, 1.0)
+        result = embedding_lookup_sparse(weights, sparse_ids, sparse_weights, combiner=combiner,
+                                         partition_strategy=partition_strategy,
+                                         name=None if default_id is None else scope, max_norm=max_norm)
+        if default_id is None:
+            empty = array.tile(array.reshape(is_row_empty, [-1, 1]), array.stack([1, array.shape(result)[1]]))
+            result = _op("Select")(empty, array.zeros_like(result), result, name=scope)
+        final = array.reshape(result, array.concat([
+            array.slice(math.cast(original_shape, dtypes.int32), [0], array.reshape(rank - 1, [1])),
+            array.slice(array.shape(result), [1], [-1])], 0))
+        final.set_shape(unknown_shape(None if rank_dim is None else rank_dim - 1).concatenate(result.shape[1:]))
+        return final
+
+
+__all__ = ["embedding_lookup", "embedding_lookup_sparse", "safe_embedding_lookup_sparse"]
