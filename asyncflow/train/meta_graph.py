@@ -1,0 +1,284 @@
+"""`af.train.export_meta_graph`, `import_meta_graph` and `write_graph`: a graph with its collections and
+its Saver, in a JSON file (never pickle), so that a graph built and trained in one program can be
+rebuilt in another and trained on.
+
+A meta graph document (`P.meta` beside a checkpoint, written by `Saver.save` too) mirrors TF's
+MetaGraphDef:
+
+    {"format": "asyncflow.meta_graph/1", "meta_info_def": {...},
+     "graph_def": <graph document, asyncflow/serialization.py>,
+     "saver_def": {filename_tensor_name, save_tensor_name, restore_op_name, ...} or null,
+     "collection_def": {key: [entry, ...]}}
+
+A collection entry is the name of a graph element ("loss:0", "train_op") or a tagged value:
+{"variable": {variable_name, initializer_name, snapshot_name, initial_value_name, trainable}} (TF's
+VariableDef), {"int64": n}, {"float": x} or {"bytes": s}. Collections of other Python objects
+(queue runners, control-flow contexts) are left out. `import_meta_graph` also reads a plain
+variable name ("w:0", as `Saver.save` writes variable collections): an element made by a
+VariableV2 op becomes a Variable again (its `w/Assign` initializer and `w/read` snapshot), one
+Python object per variable shared by all the collections that hold it.
+
+Importing adds the nodes (prefixed by `import_scope/` when given) to the default graph, refills
+the collections, and returns a Saver built on the document's SaverDef (or a new Saver over the
+imported variables when the document has none), so the classic TF1 flow works:
+
+    saver = af.train.import_meta_graph(path + ".meta")
+    saver.restore(sess, path)
+    sess.run(af.get_collection("train_op")[0])
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, fields
+from typing import Any
+
+import orjson
+
+from asyncflow.graph import Graph, GraphKeys, Operation, Tensor, get_default_graph
+from asyncflow.ops.io_bundle import write_file_atomic
+from asyncflow.serialization import graph_to_document, import_graph_def
+from asyncflow.train.saver import META_GRAPH_FORMAT, Saver, SaverDef
+from asyncflow.variables import Variable, global_variables
+
+_VARIABLE_OPS = ("VariableV2", "Variable")
+
+
+# -- export --------------------------------------------------------------------------------------------
+def _variable_def(v: Variable) -> dict[str, Any]:
+    return {"variable_name": v.name, "initializer_name": v.initializer.name, "snapshot_name": v.value().name,
+            "initial_value_name": v.initial_value.name, "trainable": bool(v.trainable)}
+
+
+def _collection_entries(items: list[Any]) -> list[Any]:
+    """What of a collection a document can hold: graph elements by name, variables, numbers, strings."""
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, Variable):
+            out.append({"variable": _variable_def(item)})
+        elif isinstance(item, (Tensor, Operation)):
+            out.append(item.name)
+        elif isinstance(item, bool):
+            continue  # TF has no bool list in a CollectionDef either
+        elif isinstance(item, int):
+            out.append({"int64": item})
+        elif isinstance(item, float):
+            out.append({"float": item})
+        elif isinstance(item, (str, bytes)):
+            out.append({"bytes": item.decode("utf-8", "replace") if isinstance(item, bytes) else item})
+    return out
+
+
+def _saver_def_dict(saver_def: Any) -> dict[str, Any] | None:
+    if saver_def is None:
+        return None
+    if isinstance(saver_def, SaverDef):
+        return asdict(saver_def)
+    if isinstance(saver_def, dict):
+        return dict(saver_def)
+    raise TypeError(f"export_meta_graph: saver_def must be a SaverDef or a dict, got {type(saver_def).__name__}")
+
+
+def export_meta_graph(filename: str | None = None, meta_info_def: dict | None = None, graph_def: dict | None = None,
+                      saver_def: Any = None, collection_list: list[str] | None = None, as_text: bool = False,
+                      graph: Graph | None = None, export_scope: str | None = None, clear_devices: bool = False,
+                      clear_extraneous_savers: bool = False, strip_default_attrs: bool = False,
+                      save_debug_info: bool = False, **kwargs: Any) -> dict:
+    """The meta graph document of `graph` (the default graph), written to `filename` when given (JSON,
+    indented with `as_text`, written to a temporary file and renamed). `strip_default_attrs` and
+    `save_debug_info` are accepted and have no effect."""
+    del strip_default_attrs, save_debug_info
+    if kwargs:
+        raise TypeError(f"export_meta_graph() got unexpected keyword arguments {sorted(kwargs)}")
+    if export_scope:
+        raise NotImplementedError("export_meta_graph: export_scope is not supported; export the whole graph")
+    if clear_extraneous_savers:
+        raise NotImplementedError("export_meta_graph: clear_extraneous_savers is not supported")
+    graph = graph if graph is not None else get_default_graph()
+    document = graph_def if graph_def is not None else graph_to_document(graph)
+    if clear_devices:
+        document = {**document, "node": [{**node, "device": ""} for node in document["node"]]}
+    keys = collection_list if collection_list is not None else graph.get_all_collection_keys()
+    collections = {}
+    for key in keys:
+        entries = _collection_entries(graph.get_collection(key))
+        if entries:
+            collections[key] = entries
+    meta = {"format": META_GRAPH_FORMAT, "meta_info_def": dict(meta_info_def or {}), "graph_def": document,
+            "saver_def": _saver_def_dict(saver_def), "collection_def": collections}
+    if filename:
+        option = orjson.OPT_INDENT_2 if as_text else 0
+        write_file_atomic(os.fspath(filename), [orjson.dumps(meta, option=option)])
+    return meta
+
+
+def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool = True) -> str:
+    """Writes the graph document (asyncflow's JSON graph format, NOT a protobuf GraphDef) to `logdir/name`,
+    atomically (a temporary file renamed into place), creating `logdir`; returns the path."""
+    if isinstance(graph_or_graph_def, Graph):
+        document = graph_to_document(graph_or_graph_def)
+    elif isinstance(graph_or_graph_def, dict):
+        document = graph_or_graph_def
+    else:
+        raise TypeError(f"write_graph: expected a Graph or a graph document, got {type(graph_or_graph_def).__name__}")
+    logdir = os.fspath(logdir)
+    os.makedirs(logdir, exist_ok=True)
+    path = os.path.join(logdir, name)
+    write_file_atomic(path, [orjson.dumps(document, option=orjson.OPT_INDENT_2 if as_text else 0)])
+    return path
+
+
+# -- import --------------------------------------------------------------------------------------------
+def read_meta_graph_file(filename: str) -> dict:
+    """The meta graph document in `filename`; IOError if missing, ValueError if it is not one."""
+    filename = os.fspath(filename)
+    if not os.path.exists(filename):
+        raise OSError(f"File {filename} does not exist.")
+    with open(filename, "rb") as f:
+        data = f.read()
+    try:
+        meta = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        raise ValueError(f"{filename}: not a meta graph (JSON) file: {e}") from None
+    return _check_meta(meta, filename)
+
+
+def _check_meta(meta: Any, where: str) -> dict:
+    if not isinstance(meta, dict) or meta.get("format") != META_GRAPH_FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise ValueError(f"{where}: not a meta graph document (format {META_GRAPH_FORMAT!r} expected, got {found!r})")
+    if not isinstance(meta.get("graph_def"), dict):
+        raise ValueError(f"{where}: the meta graph has no graph_def document")
+    collections = meta.get("collection_def") or {}
+    if not isinstance(collections, dict) or not all(isinstance(v, list) for v in collections.values()):
+        raise ValueError(f"{where}: collection_def must map keys to lists")
+    return meta
+
+
+def _prefixed(name: str, scope: str) -> str:
+    return f"{scope}/{name}" if scope else name
+
+
+def _variable_from_graph(graph: Graph, spec: dict[str, Any], scope: str) -> Variable:
+    """A Variable object over the imported ops a VariableDef names (TF1's `Variable(variable_def=...)`).
+
+    Built without running Variable.__init__ (which would add new ops): the fields are the ones
+    asyncflow/variables.py's constructor sets."""
+    ref = graph.as_graph_element(_prefixed(spec["variable_name"], scope))
+    if not isinstance(ref, Tensor) or ref.op.type not in _VARIABLE_OPS:
+        raise ValueError(f"import_meta_graph: {spec['variable_name']!r} is not a variable's output")
+    base = ref.op.name
+    initializer = graph.as_graph_element(_prefixed(spec["initializer_name"], scope) if spec.get("initializer_name")
+                                         else f"{base}/Assign", allow_tensor=False)
+    snapshot = graph.as_graph_element(_prefixed(spec["snapshot_name"], scope) if spec.get("snapshot_name")
+                                      else f"{base}/read:0", allow_operation=False)
+    if spec.get("initial_value_name"):
+        initial_value = graph.as_graph_element(_prefixed(spec["initial_value_name"], scope), allow_operation=False)
+    else:
+        initial_value = initializer.inputs[1]
+    var = Variable.__new__(Variable)
+    var._trainable = bool(spec.get("trainable", True))
+    var._constraint = None
+    var._initial_value = initial_value
+    var._variable = ref
+    var._initializer_op = initializer
+    var._snapshot = snapshot
+    return var
+
+
+class _CollectionReader:
+    """Turns a document's collection entries back into graph elements, Variables and values."""
+
+    def __init__(self, graph: Graph, scope: str, trainable_names: set[str]):
+        self._graph = graph
+        self._scope = scope
+        self._trainable = trainable_names
+        self._variables: dict[str, Variable] = {}
+
+    def _has_op(self, name: str) -> bool:
+        try:
+            self._graph.as_graph_element(name, allow_tensor=False)
+        except KeyError:
+            return False
+        return True
+
+    def _variable(self, spec: dict[str, Any]) -> Variable:
+        name = spec["variable_name"]
+        if name not in self._variables:
+            self._variables[name] = _variable_from_graph(self._graph, spec, self._scope)
+        return self._variables[name]
+
+    def entry(self, key: str, entry: Any) -> Any:
+        if isinstance(entry, str):
+            element = self._graph.as_graph_element(_prefixed(entry, self._scope))
+            if isinstance(element, Tensor) and element.op.type in _VARIABLE_OPS and self._has_op(
+                    f"{element.op.name}/Assign"):
+                # A variable saved by name (Saver.save's collections): a Variable again.
+                return self._variable({"variable_name": entry, "trainable": entry in self._trainable})
+            return element
+        if isinstance(entry, dict) and len(entry) == 1:
+            (tag, value), = entry.items()
+            if tag == "variable" and isinstance(value, dict) and isinstance(value.get("variable_name"), str):
+                return self._variable(value)
+            if tag == "int64" and type(value) is int:
+                return value
+            if tag == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+            if tag == "bytes" and isinstance(value, str):
+                return value.encode("utf-8")
+        raise ValueError(f"import_meta_graph: collection {key!r} has a malformed entry {entry!r}")
+
+
+def _trainable_names(collections: dict[str, list]) -> set[str]:
+    names = set()
+    for entry in collections.get(GraphKeys.TRAINABLE_VARIABLES, []):
+        if isinstance(entry, str):
+            names.add(entry)
+        elif isinstance(entry, dict) and isinstance(entry.get("variable"), dict):
+            names.add(entry["variable"].get("variable_name"))
+    return names
+
+
+def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False, import_scope: str | None = None,
+                      input_map: dict | None = None, restore_collections_predicate: Any = None,
+                      **kwargs: Any) -> Saver | None:
+    """Adds the meta graph's nodes to the default graph (names prefixed by `import_scope/`), refills its
+    collections, and returns the Saver that restores a checkpoint into them (None if it has no variables)."""
+    if kwargs:
+        raise TypeError(f"import_meta_graph() got unexpected keyword arguments {sorted(kwargs)}")
+    if isinstance(meta_graph_or_file, dict):
+        meta = _check_meta(meta_graph_or_file, "meta graph")
+    else:
+        meta = read_meta_graph_file(meta_graph_or_file)
+    document = meta["graph_def"]
+    if clear_devices:
+        document = {**document, "node": [{**node, "device": ""} for node in document.get("node", [])]}
+    graph = get_default_graph()
+    scope = graph.unique_name(import_scope, mark_as_used=False) if import_scope else ""
+    import_graph_def(document, input_map=input_map, name=scope)
+    collections = meta.get("collection_def") or {}
+    reader = _CollectionReader(graph, scope, _trainable_names(collections))
+    for key in sorted(collections):
+        if restore_collections_predicate is not None and not restore_collections_predicate(key):
+            continue
+        for entry in collections[key]:
+            graph.add_to_collection(key, reader.entry(key, entry))
+    return _saver_for(meta.get("saver_def"), scope)
+
+
+def _saver_for(saver_def: Any, scope: str) -> Saver | None:
+    if saver_def:
+        if not isinstance(saver_def, dict):
+            raise ValueError(f"import_meta_graph: saver_def must be an object, got {saver_def!r}")
+        known = {f.name for f in fields(SaverDef)}
+        values = {k: v for k, v in saver_def.items() if k in known}
+        for name_field in ("filename_tensor_name", "save_tensor_name", "restore_op_name"):
+            if values.get(name_field):
+                values[name_field] = _prefixed(values[name_field], scope)
+        return Saver(saver_def=SaverDef(**values))
+    if any(v.name.startswith(f"{scope}/") or not scope for v in global_variables()):
+        return Saver()
+    return None
+
+
+__all__ = ["export_meta_graph", "import_meta_graph", "write_graph"]
