@@ -45,6 +45,7 @@ class GraphKeys:
     TRAIN_OP = "train_op"
     ASSET_FILEPATHS = "asset_filepaths"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    METRIC_VARIABLES = "metric_variables"
     ACTIVATIONS = "activations"
     COND_CONTEXT = "cond_context"
     WHILE_CONTEXT = "while_context"

@@ -126,6 +126,13 @@ def _complete(coro: Any) -> Any:
     raise RuntimeError("a kernel offloaded to a worker thread suspended; only pure kernels are offloaded")
 
 
+def control_inputs(op: Operation, fed: set[Tensor]) -> list[Operation]:
+    """`op`'s control inputs that must run: one whose every output is fed is satisfied by the feed, as in TF
+    (a feed replaces the fed op for data and control edges alike), so a fed placeholder is never run."""
+    return [c for c in op._control_inputs if not (c._outputs and all(t in fed for t in c._outputs))] \
+        if fed else list(op._control_inputs)
+
+
 def needed_ops(fetches: Sequence[Tensor], targets: Sequence[Operation], feeds: Sequence[Tensor]) -> list[Operation]:
     """The ops that must run to produce `fetches` and `targets` given `feeds`, in topological order."""
     fed = set(feeds)
@@ -137,7 +144,7 @@ def needed_ops(fetches: Sequence[Tensor], targets: Sequence[Operation], feeds: S
             continue
         needed.add(op)
         stack.extend(t.op for t in op._inputs if t not in fed and t.op not in needed)
-        stack.extend(c for c in op._control_inputs if c not in needed)
+        stack.extend(c for c in control_inputs(op, fed) if c not in needed)
     return topological(needed, fed)
 
 
@@ -152,7 +159,7 @@ def topological(ops: set[Operation], fed: set[Tensor]) -> list[Operation]:
     users: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
         deps = [t.op for t in op._inputs if t not in fed and t.op in ops and not is_back_edge(t.op, op)]
-        deps += list(op._control_inputs)
+        deps += [c for c in control_inputs(op, fed) if c in ops]
         pending[op] = len(deps)
         for d in deps:
             users[d].append(op)
@@ -218,7 +225,7 @@ def compile_plan(
             if t not in fed and not is_back_edge(t.op, op):
                 consumers[index[t.op]].append(i)
                 pending0[i] += 1
-        for c in op._control_inputs:
+        for c in control_inputs(op, fed):
             consumers[index[c]].append(i)
             pending0[i] += 1
     calls, arity, getters = [], [], []

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from asyncflow import errors
-from asyncflow.exec.executor import Plan, Step
+from asyncflow.exec.executor import Plan, Step, control_inputs
 from asyncflow.ops.control_flow_ops import DEAD
 
 _CONTROL = -1
@@ -82,7 +82,7 @@ def compile_frames(plan: Plan, back_edges: set[tuple[int, int]]) -> FramePlan:
                     merge_forward[d] += 1
             elif not back:
                 in_count[d] += 1
-        for c in op._control_inputs:
+        for c in control_inputs(op, fed):
             s = index[c]
             out_edges[s].append((_CONTROL, d, _CONTROL, False))
             in_count[d] += 1
@@ -112,7 +112,7 @@ def _assign_frames(plan: Plan, kind: list[str | None], back_edges: set[tuple[int
 
     for d, op in enumerate(nodes):  # plan.nodes is topological once back edges are ignored
         sources = [index[t.op] for t in op._inputs if t not in fed and (index[t.op], d) not in back_edges]
-        sources += [index[c] for c in op._control_inputs]
+        sources += [index[c] for c in control_inputs(op, fed)]
         frames = {out_frame(s) for s in sources}
         if len(frames) > 1:
             raise errors.InvalidArgumentError(

@@ -31,7 +31,7 @@ import numpy as np
 
 from asyncflow import dtypes
 from asyncflow.device import DeviceSpec
-from asyncflow.exec.executor import needed_ops
+from asyncflow.exec.executor import control_inputs, needed_ops
 from asyncflow.graph import Graph, Operation, Tensor
 from asyncflow.ops import comm  # noqa: F401 - registers _Send/_Recv
 from asyncflow.ops.registry import OPS
@@ -217,7 +217,7 @@ def partition(
                                     b.name(f"{op.name}/_pending_{k}"))
                 inputs.append(stand_in._outputs[0])
                 later.append((op, k, t, stand_in))
-        controls = [control_input(c, dst) for c in op._control_inputs]
+        controls = [control_input(c, dst) for c in control_inputs(op, fed_set)]
         copies[op] = b.create(op.type, inputs, dict(op._attrs), [t.dtype for t in op._outputs],
                               [t.shape for t in op._outputs], op.name, controls)
     for op, k, t, stand_in in later:

@@ -234,3 +234,21 @@ async def test_arun_from_a_running_loop_with_waiting_kernels():
         assert await sess.arun(out) == 4.0
         # `run` inside a running loop does not deadlock: the step runs on the session's loop thread.
         assert sess.run(out) == 4.0
+
+
+def test_a_control_dependency_on_a_fed_tensor_is_satisfied_by_the_feed():
+    """As TF: feeding a placeholder stands in for it on control edges too (metrics build
+    `control_dependencies([values])` on what is often a placeholder); flat and frame executors alike."""
+    p = af.placeholder(af.float32, [2], name="p")
+    with af.control_dependencies([p]):
+        doubled = p * 2.0
+    with af.control_dependencies([p.op]):
+        three = af.constant(3.0)
+    with af.control_dependencies([p]):
+        looped = af.while_loop(lambda i: i < 3, lambda i: i + 1, [af.constant(0)])
+    with af.Session() as sess:
+        got = sess.run([doubled, three, looped], {p: [1.0, 2.0]})
+        np.testing.assert_array_equal(got[0], [2.0, 4.0])
+        assert got[1] == 3.0 and got[2] == 3
+        with pytest.raises(af.errors.InvalidArgumentError, match="must feed a value for placeholder"):
+            sess.run(three)  # unfed, the control edge still needs the placeholder

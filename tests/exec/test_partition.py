@@ -306,3 +306,13 @@ def test_an_optimizer_step_sends_only_variables_and_gradients():
     for got, want in zip(after, ref_values):
         np.testing.assert_array_equal(got, want)
     assert after[2] == 1
+
+
+def test_a_control_dependency_on_a_fed_placeholder_is_satisfied_by_the_feed():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [2], name="x")
+        with af.device("/job:worker/task:1"), af.control_dependencies([x]):
+            y = af.constant(2.0, name="two") * 3.0
+    got = InProcessCluster().run(g, [y], {x: np.array([1.0, 2.0], np.float32)})
+    assert got[0] == np.float32(6.0)
