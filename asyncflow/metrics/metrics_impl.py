@@ -74,10 +74,8 @@ def _streaming_mean(values: Any, weights: Any, metrics_collections: Collections,
             values = math.multiply(values, weights)
             num_values = math.multiply(num_values, weights) if per_element else mr.reduce_sum(weights)
         update_total = assign_add(total, values if per_element else mr.reduce_sum(values))
-        # TF1 orders the count update after `values` so that the weights' shape assertion runs first; without
-        # weights there is nothing to order (and a dependency on a fed placeholder would need that feed to
-        # satisfy a control edge, which the executor does not do yet).
-        with control_dependencies([values] if weights is not None else []):
+        # TF1 orders the count update after `values`, so that the weights' shape assertion runs first.
+        with control_dependencies([values]):
             update_count = assign_add(count, num_values)
         value = div_no_nan(total, math.maximum(count, 0), name="value")
         add_to(metrics_collections, value)
