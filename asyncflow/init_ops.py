@@ -17,7 +17,7 @@ import numpy as np
 from asyncflow import dtypes
 from asyncflow.graph import Tensor
 from asyncflow.ops import array, random
-from asyncflow.ops.registry import constant
+from asyncflow.ops.registry import constant, needed_op
 
 
 def _assert_float_dtype(dtype: dtypes.DType) -> dtypes.DType:
@@ -237,6 +237,56 @@ class Identity(Initializer):
         return {"gain": self.gain, "dtype": self.dtype.name}
 
 
+class UniformUnitScaling(Initializer):
+    """`af.uniform_unit_scaling_initializer(factor=1.0, seed=None, dtype=af.float32)`: uniform in
+    ±factor * sqrt(3 / input_size), input_size the product of all but the last dimension of the whole
+    variable (TF1's deprecated initializer, kept for the programs that still use it)."""
+
+    def __init__(self, factor: float = 1.0, seed: int | None = None, dtype: Any = dtypes.float32):
+        self.factor, self.seed = factor, seed
+        self.dtype = _assert_float_dtype(dtypes.as_dtype(dtype))
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
+        dtype = dtypes.as_dtype(dtype) if dtype is not None else self.dtype
+        scale_shape = partition_info.full_shape if partition_info is not None else shape
+        input_size = max(math.prod(float(d) for d in list(scale_shape)[:-1]), 1.0)  # 1 for zero-size shapes
+        max_val = math.sqrt(3 / input_size) * self.factor
+        return random.random_uniform(shape, -max_val, max_val, dtype, seed=self.seed)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"factor": self.factor, "seed": self.seed, "dtype": self.dtype.name}
+
+
+class Orthogonal(Initializer):
+    """`af.orthogonal_initializer(gain=1.0, seed=None, dtype=af.float32)`: gain times an orthogonal matrix, TF1's
+    way: shapes of rank > 2 are flattened to (product of all but the last dimension, last dimension), the
+    QR of a normal matrix of the taller orientation is made unique by the signs of r's diagonal, and
+    transposed back when the flat shape is wide."""
+
+    def __init__(self, gain: float = 1.0, seed: int | None = None, dtype: Any = dtypes.float32):
+        self.gain, self.seed = gain, seed
+        self.dtype = _assert_float_dtype(dtypes.as_dtype(dtype))
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
+        dtype = dtypes.as_dtype(dtype) if dtype is not None else self.dtype
+        shape = [int(d) for d in shape]
+        if len(shape) < 2:
+            raise ValueError(f"The tensor to initialize, specified by argument `shape` must be at least "
+                             f"two-dimensional. Received shape={shape}")
+        num_rows, num_cols = math.prod(shape[:-1]), shape[-1]
+        flat_shape = (num_cols, num_rows) if num_rows < num_cols else (num_rows, num_cols)
+        a = random.random_normal(flat_shape, dtype=dtype, seed=self.seed)
+        # ops by type: importing linalg here would pull it into the variables modules. import cycle
+        q, r = needed_op("Qr")(a, full_matrices=False)
+        q *= needed_op("Sign")(needed_op("MatrixDiagPart")(r))
+        if num_rows < num_cols:
+            q = needed_op("Transpose")(q, [1, 0])
+        return self.gain * array.reshape(q, shape)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}
+
+
 zeros_initializer = Zeros
 ones_initializer = Ones
 constant_initializer = Constant
@@ -247,9 +297,12 @@ variance_scaling_initializer = VarianceScaling
 glorot_uniform_initializer = GlorotUniform
 glorot_normal_initializer = GlorotNormal
 identity_initializer = Identity
+orthogonal_initializer = Orthogonal
+uniform_unit_scaling_initializer = UniformUnitScaling
 
 __all__ = [
     "zeros_initializer", "ones_initializer", "constant_initializer", "random_uniform_initializer",
     "random_normal_initializer", "truncated_normal_initializer", "variance_scaling_initializer",
-    "glorot_uniform_initializer", "glorot_normal_initializer", "identity_initializer",
+    "glorot_uniform_initializer", "glorot_normal_initializer", "identity_initializer", "orthogonal_initializer",
+    "uniform_unit_scaling_initializer",
 ]
