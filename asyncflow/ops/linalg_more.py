@@ -479,19 +479,18 @@ def matrix_solve_ls(matrix: Any, rhs: Any, l2_regularizer: Any = 0.0, fast: bool
                     name: str | None = None) -> Tensor:
     """`af.matrix_solve_ls` (`af.linalg.lstsq`): the least-squares X minimising ||matrix X - rhs||^2 +
     l2 ||X||^2. fast=True builds TF's composite on the regularised normal equations (a Cholesky of the
-    smaller Gramian, differentiable); fast=False runs the MatrixSolveLs op (minimum norm, l2 unused, as TF)."""
+    smaller Gramian, differentiable); fast=False, or unknown inner dimensions, run the MatrixSolveLs op (with
+    fast=False: the minimum-norm solution, l2 unused, as TF)."""
     matrix = convert_to_tensor(matrix, name="matrix")
     if matrix.dtype.base_dtype == dtypes.complex128 and (isinstance(l2_regularizer, Tensor) or l2_regularizer != 0):
         raise NotImplementedError("matrix_solve_ls is currently disabled for complex128 and l2_regularizer != 0 "
                                   "due to poor accuracy.")
-    if not fast:
-        return MatrixSolveLs(matrix, rhs, l2_regularizer, fast=False, name=name)
+    m, n = (_dim(matrix.shape[-2]), _dim(matrix.shape[-1])) if matrix.shape.ndims else (None, None)
+    if not fast or m is None or n is None:
+        # TF picks the branch with a cond when the inner dimensions are unknown; the op decides at run time
+        return MatrixSolveLs(matrix, rhs, l2_regularizer, fast=fast, name=name)
     with name_scope(name, "matrix_solve_ls", [matrix, rhs, l2_regularizer]):
         rhs = convert_to_tensor(rhs, name="rhs", dtype=matrix.dtype.base_dtype)
-        m, n = (_dim(matrix.shape[-2]), _dim(matrix.shape[-1])) if matrix.shape.ndims else (None, None)
-        if m is None or n is None:
-            raise ValueError(f"matrix_solve_ls: `matrix` needs known inner dimensions for fast=True here, got shape "
-                             f"{matrix.shape}")
         if m >= n:
             chol = _regularized_gramian_cholesky(matrix, l2_regularizer, first_kind=True)
             return cholesky_solve(chol, matmul(matrix, rhs, adjoint_a=True))
