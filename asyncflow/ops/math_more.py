@@ -331,6 +331,9 @@ def polygamma(a: Any, x: Any, name: str | None = None) -> Tensor:
         x = convert_to_tensor(x, name="x", dtype=a.dtype.base_dtype)
         if a.dtype.base_dtype not in F32_64:
             raise TypeError(f"polygamma: `a` and `x` must be float32 or float64, got {a.dtype.name}")
+        from asyncflow.ops.array import stop_gradient
+
+        a = stop_gradient(a)  # TF differentiates polygamma in x only
         is_order_zero = Equal(a, 0)
         safe_a = mr.where_v2(is_order_zero, cast(1, a.dtype.base_dtype) + a, a)  # zeta(1, x) is a pole
         sign = Cos(np.pi * (safe_a + 1))  # (-1)^(a+1) for integer a
