@@ -21,8 +21,7 @@ the directory's `checkpoint` state file (replaced atomically, only once the chec
 in place), then deletes the checkpoints beyond `max_to_keep`. `restore` runs `save/restore_all`;
 RestoreV2 reads and checks every tensor before any Assign runs, so a failed restore leaves the
 variables as they were. The file format is in `asyncflow/ops/io_bundle.py`; the meta graph
-`P.meta` is JSON: {"format": "asyncflow.meta_graph/1", "graph_def": <graph document>,
-"saver_def": {...}, "collection_def": {key: [names of the collection's graph elements]}}.
+`P.meta` is a JSON meta graph document (asyncflow/train/meta_graph_export.py).
 """
 
 from __future__ import annotations
@@ -31,11 +30,10 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import orjson
 
 from asyncflow import errors
 from asyncflow.device import DeviceSpec, canonical
@@ -46,15 +44,12 @@ from asyncflow.graph import (
     control_dependencies,
     device,
     get_collection,
-    get_default_graph,
     name_scope,
 )
 from asyncflow.ops import io, state
 from asyncflow.ops.array import constant, identity, placeholder_with_default, reshape
 from asyncflow.ops.array import shape as array_shape
 from asyncflow.ops.control import group
-from asyncflow.ops.io_bundle import write_file_atomic
-from asyncflow.serialization import graph_to_document
 from asyncflow.train.checkpoint_management import *  # noqa: F403 - re-exported through __all__
 from asyncflow.train.checkpoint_management import __all__ as _management_all
 from asyncflow.train.checkpoint_management import (
@@ -63,10 +58,10 @@ from asyncflow.train.checkpoint_management import (
     remove_checkpoint,
     update_checkpoint_state,
 )
+from asyncflow.train.meta_graph_export import export_meta_graph
 from asyncflow.variables import Variable, global_variables
 
 _log = logging.getLogger("asyncflow.train")
-META_GRAPH_FORMAT = "asyncflow.meta_graph/1"
 
 
 @dataclass
@@ -390,24 +385,12 @@ class Saver:
                           as_text: bool = False, export_scope: str | None = None, clear_devices: bool = False,
                           clear_extraneous_savers: bool = False, strip_default_attrs: bool = False,
                           save_debug_info: bool = False, graph: Any = None) -> dict:
-        """The graph document, the SaverDef and the collections (as element names), written to `filename`."""
-        graph = graph if graph is not None else get_default_graph()
-        keys = collection_list if collection_list is not None else graph.get_all_collection_keys()
-        meta = {"format": META_GRAPH_FORMAT, "graph_def": graph_to_document(graph),
-                "saver_def": asdict(self.saver_def) if self.saver_def is not None else None,
-                "collection_def": {k: names for k in keys if (names := _element_names(graph.get_collection(k)))}}
-        if filename:
-            write_file_atomic(filename, [orjson.dumps(meta)])
-        return meta
-
-
-def _element_names(items: list[Any]) -> list[str]:
-    names = []
-    for item in items:
-        name = getattr(item, "name", None)
-        if isinstance(item, (Variable, Tensor, Operation)) and isinstance(name, str):
-            names.append(name)
-    return names
+        """The meta graph document (graph, SaverDef, collections), written to `filename` when given: see
+        asyncflow/train/meta_graph_export.py."""
+        return export_meta_graph(filename, saver_def=self.saver_def, collection_list=collection_list, as_text=as_text,
+                                 graph=graph, export_scope=export_scope, clear_devices=clear_devices,
+                                 clear_extraneous_savers=clear_extraneous_savers,
+                                 strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
 
 
 def _wrap_restore_error(err: errors.OpError, cause: str) -> errors.OpError:

@@ -140,7 +140,10 @@ def test_meta_graph_is_an_importable_graph_document_with_its_saver_def(tmp_path)
         prefix = saver.save(sess, str(tmp_path / "m"))
     with open(prefix + ".meta", "rb") as f:
         meta = orjson.loads(f.read())
-    assert meta["format"] == "asyncflow.meta_graph/1" and meta["collection_def"]["variables"] == ["w:0"]
+    assert meta["format"] == "asyncflow.meta_graph/1"
+    assert meta["collection_def"]["variables"] == [{"variable": {  # TF's VariableDef fields
+        "variable_name": "w:0", "initializer_name": "w/Assign", "snapshot_name": "w/read:0",
+        "initial_value_name": "w/initial_value:0", "trainable": True}}]
     graph = af.Graph()
     with graph.as_default():
         af.import_graph_def(meta["graph_def"], name="")
@@ -148,6 +151,13 @@ def test_meta_graph_is_an_importable_graph_document_with_its_saver_def(tmp_path)
         with af.Session() as sess:
             restorer.restore(sess, prefix)
             assert sess.run("w:0").tolist() == [1.0, 2.0]
+    with af.Graph().as_default():
+        imported = af.train.import_meta_graph(prefix + ".meta")
+        (v,) = af.trainable_variables()
+        assert v.name == "w:0" and v.initial_value.name == "w/initial_value:0"
+        with af.Session() as sess:
+            imported.restore(sess, prefix)
+            assert sess.run(v).tolist() == [1.0, 2.0]
 
 
 def test_partial_var_list_and_dict_renaming(tmp_path):
