@@ -22,6 +22,7 @@ from asyncflow.ops import control_flow_ops as cf
 from asyncflow.ops import math
 from asyncflow.ops.array import identity
 from asyncflow.ops.registry import convert_to_tensor
+from asyncflow.ops.tensor_array import TensorArray
 from asyncflow.shapes import TensorShape, as_shape
 
 
@@ -277,12 +278,14 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     graph = get_default_graph()
     structure = loop_vars
     counter = maximum_iterations is not None
-    with name_scope(name, "while", flatten(loop_vars)) as scope:
-        flat_vars = [convert_to_tensor(v) for v in flatten(loop_vars)]
+    # A TensorArray travels as its flow (its handle is captured as a loop invariant), as TF1 does.
+    templates = flatten(loop_vars)
+    with name_scope(name, "while", [_as_flow(v) for v in templates]) as scope:
+        flat_vars = [convert_to_tensor(_as_flow(v)) for v in templates]
         if counter:
             limit = convert_to_tensor(maximum_iterations, name="maximum_iterations")
             flat_vars = [convert_to_tensor(0, dtype=limit.dtype.base_dtype)] + flat_vars
-        invariants = _invariants(shape_invariants, structure, flat_vars, counter)
+        invariants = _invariants(shape_invariants, structure, flat_vars, counter, templates)
         outer = graph._cf_context
         if outer is not None:
             flat_vars = [outer.capture(v) for v in flat_vars]
@@ -303,7 +306,7 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
             merges.append(m)
         user_vars = merges[1:] if counter else merges
         with ctx.entered(merges[0].op):
-            c = cond(*_as_args(structure, user_vars))
+            c = cond(*_as_args(structure, _rebuilt(templates, user_vars)))
             c = convert_to_tensor(c)
             if c.dtype.base_dtype != dtypes.bool or c.shape.ndims not in (None, 0):
                 raise TypeError(f"while_loop: cond must return a scalar bool tensor, got {c!r}")
@@ -328,13 +331,14 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
                 identities.append(identity(sw[1], name="Identity"))
         user_ids = identities[1:] if counter else identities
         with ctx.entered(identities[0].op):
-            result = body(*_as_args(structure, user_ids))
+            result = body(*_as_args(structure, _rebuilt(templates, user_ids)))
             flat_out = flatten(result) if not isinstance(structure, (list, tuple, dict)) or \
                 isinstance(result, (list, tuple, dict)) else [result]
             if len(flat_out) != len(user_ids):
                 raise ValueError(f"while_loop: body returned {len(flat_out)} values for {len(user_ids)} loop "
                                  f"variables")
-            flat_out = [ctx.capture(convert_to_tensor(v, dtype=u.dtype.base_dtype)) for v, u in zip(flat_out, user_ids)]
+            flat_out = [ctx.capture(convert_to_tensor(_as_flow(v, tmpl), dtype=u.dtype.base_dtype))
+                        for v, u, tmpl in zip(flat_out, user_ids, templates)]
             if counter:
                 from asyncflow.ops.math import add
 
@@ -346,12 +350,26 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
         ctx.enters, ctx.merges, ctx.exits = enters, merges, exits
         ctx.identities, ctx.next_iterations, ctx.pred = identities, next_iters, pred
         ctx.finish(next_iters)
-        user_exits = exits[1:] if counter else exits
+        user_exits = _rebuilt(templates, exits[1:] if counter else exits)
         out = pack_as(structure, user_exits) if isinstance(structure, (list, tuple, dict)) else user_exits[0]
         if not return_same_structure and isinstance(out, (list, tuple)) and len(out) == 1 \
                 and not hasattr(out, "_fields"):
             return out[0]
         return out
+
+
+def _as_flow(value: Any, template: Any = None) -> Any:
+    """A TensorArray's flow (what a loop carries for it); anything else as it is."""
+    if isinstance(value, TensorArray):
+        return value.flow
+    if isinstance(template, TensorArray):
+        raise TypeError(f"while_loop: the body returned {value!r} for a TensorArray loop variable")
+    return value
+
+
+def _rebuilt(templates: list[Any], flat: list[Tensor]) -> list[Any]:
+    """`flat`, with each TensorArray loop variable rebuilt around its flow in the loop or its Exit."""
+    return [v._with_flow(t) if isinstance(v, TensorArray) else t for v, t in zip(templates, flat)]
 
 
 def _as_args(structure: Any, flat: list[Tensor]) -> list[Any]:
@@ -360,12 +378,15 @@ def _as_args(structure: Any, flat: list[Tensor]) -> list[Any]:
     return [pack_as(structure, flat)]
 
 
-def _invariants(shape_invariants: Any, structure: Any, flat_vars: list[Tensor], counter: bool) -> list[Any]:
+def _invariants(shape_invariants: Any, structure: Any, flat_vars: list[Tensor], counter: bool,
+                templates: list[Any]) -> list[Any]:
     if shape_invariants is None:
         flat = [None] * len(flat_vars)
     else:
         flat = [as_shape(s) for s in flatten(shape_invariants)] if isinstance(structure, (list, tuple, dict)) \
             else [as_shape(shape_invariants)]
+        if len(flat) == len(templates):  # a TensorArray's flow is a scalar whatever its invariant says
+            flat = [None if isinstance(v, TensorArray) else s for v, s in zip(templates, flat)]
         if counter:
             flat = [None] + flat
         if len(flat) != len(flat_vars):
