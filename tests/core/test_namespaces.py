@@ -6,6 +6,14 @@ import pytest
 import asyncflow as af
 
 
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    """Each test builds in its own default graph (variables made by one must not meet another's)."""
+    af.reset_default_graph()
+    yield
+    af.reset_default_graph()
+
+
 @pytest.mark.parametrize("alias, target", [
     (af.math.reduce_sum, af.reduce_sum), (af.math.softmax, af.nn.softmax), (af.math.top_k, af.nn.top_k),
     (af.math.in_top_k, af.nn.in_top_k), (af.math.l2_normalize, af.nn.l2_normalize),
@@ -22,7 +30,7 @@ def test_alias_is_the_implementation(alias, target):
     assert alias is target
 
 
-@pytest.mark.parametrize("ns", [af.math, af.linalg, af.random, af.initializers, af.debugging])
+@pytest.mark.parametrize("ns", [af.math, af.linalg, af.random, af.initializers, af.debugging, af.sparse, af.strings])
 def test_every_bound_name_is_usable_and_not_yet_is_disjoint(ns):
     for name in ns.__all__:
         assert callable(getattr(ns, name)), name

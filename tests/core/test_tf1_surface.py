@@ -10,6 +10,14 @@ import pytest
 import asyncflow as af
 
 
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    """Each test builds in its own default graph (variables made by one must not meet another's)."""
+    af.reset_default_graph()
+    yield
+    af.reset_default_graph()
+
+
 def test_compat_v1_is_asyncflow_and_the_switches_are_accepted():
     v1 = importlib.import_module("asyncflow.compat.v1")
     from asyncflow.compat import v1 as again
