@@ -133,13 +133,36 @@ def _lgamma_grad(op: Any, grad: Tensor) -> Tensor:
     return grad * Digamma(op.inputs[0])
 
 
-Trigamma = _unary("Polygamma", lambda x: sp.polygamma(1, x), FLOAT, upcast=True, differentiable=False)
+def _polygamma(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """TF's kernel: the a-th derivative of digamma at x, NaN where a is not a non-negative integer."""
+    a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    valid = (a == np.floor(a)) & (a >= 0)
+    out = np.full(a.shape, np.nan)
+    out[valid] = sp.polygamma(a[valid].astype(np.int64), x[valid])
+    return out
+
+
+Polygamma = _binary("Polygamma", _polygamma, (dtypes.float32, dtypes.float64))
+
+
+@Polygamma.gradient
+def _polygamma_grad(op: Any, grad: Tensor) -> list[Any]:
+    """TF differentiates in x only: d/dx polygamma(a, x) = polygamma(a + 1, x)."""
+    from asyncflow.ops.grad_util import unbroadcast
+
+    a, x = op.inputs
+    return [None, unbroadcast(grad * Polygamma(a + 1, x), x)]
 
 
 @Digamma.gradient
 def _digamma_grad(op: Any, grad: Tensor) -> Tensor:
-    # TF: grad * polygamma(1, x); our `Polygamma` op is the order-1 function (trigamma) only.
-    return grad * Trigamma(op.inputs[0])
+    from asyncflow.ops.math import cast
+
+    x = op.inputs[0]
+    dtype = x.dtype.base_dtype
+    wide = x if dtype in (dtypes.float32, dtypes.float64) else cast(x, dtypes.float32)  # Polygamma: f32/f64 only
+    trigamma = Polygamma(convert_to_tensor(1, dtype=wide.dtype.base_dtype), wide)
+    return grad * (trigamma if wide is x else cast(trigamma, dtype))
 
 
 def _trunc_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -7,8 +7,8 @@ EuclideanNorm, CumulativeLogsumexp, NextAfter, and the composites TF1 builds fro
 Op types, dtypes and gradients are TF's (math_grad.py). Kernels are numpy/scipy.special; float16 and
 bfloat16 are computed in float32. TF1 exposes some of these at the top level (`tf.div_no_nan`,
 `tf.igamma`, `tf.real`, ...): those are this module's `__all__`; the others only under `af.math`
-(bound in asyncflow/math.py). `polygamma` is a composite of Zeta and Digamma (TF's kernel computes it
-the same way) because the op type `Polygamma` is taken by math_extra's order-1 (trigamma) op.
+(bound in asyncflow/math.py). The `Polygamma` op itself is declared in math_extra.py, beside Digamma's
+gradient, which uses it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from asyncflow.ops.math import (
     cast,
     conj,
 )
-from asyncflow.ops.math_extra import Digamma, Lgamma
+from asyncflow.ops.math_extra import Lgamma, Polygamma
 from asyncflow.ops.math_unary import Exp, Log, Reciprocal, Sqrt, Square
 from asyncflow.ops.registry import FLOAT_COMPLEX, INDEX, NUMERIC, convert_to_tensor, op
 from asyncflow.ops.shape_fns import broadcast, broadcast_all, same_as_input
@@ -321,26 +321,14 @@ def zeta(x: Any, q: Any, name: str | None = None) -> Tensor:
 
 
 def polygamma(a: Any, x: Any, name: str | None = None) -> Tensor:
-    """`af.polygamma(a, x)`: the a-th derivative of digamma; (-1)^(a+1) a! zeta(a+1, x) for a >= 1, digamma
-    for a = 0, NaN where a is not a non-negative integer (TF's kernel's formula; differentiable in x)."""
-    from asyncflow.ops.math import Floor, GreaterEqual, LogicalAnd
-    from asyncflow.ops.math_unary import Cos
-
+    """`af.polygamma(a, x)`: the a-th derivative of digamma (op `Polygamma`, NaN where a is not a non-negative
+    integer, differentiable in x only, as TF)."""
     with name_scope(name, "Polygamma", [a, x]) as scope:
         a = convert_to_tensor(a, name="a")
         x = convert_to_tensor(x, name="x", dtype=a.dtype.base_dtype)
         if a.dtype.base_dtype not in F32_64:
             raise TypeError(f"polygamma: `a` and `x` must be float32 or float64, got {a.dtype.name}")
-        from asyncflow.ops.array import stop_gradient
-
-        a = stop_gradient(a)  # TF differentiates polygamma in x only
-        is_order_zero = Equal(a, 0)
-        safe_a = mr.where_v2(is_order_zero, cast(1, a.dtype.base_dtype) + a, a)  # zeta(1, x) is a pole
-        sign = Cos(np.pi * (safe_a + 1))  # (-1)^(a+1) for integer a
-        higher = sign * Exp(Lgamma(safe_a + 1)) * Zeta(safe_a + 1, x)
-        value = mr.where_v2(is_order_zero, Digamma(x) + 0 * a, higher)
-        valid = LogicalAnd(Equal(Floor(a), a), GreaterEqual(a, 0))
-        return mr.where_v2(valid, value, cast(np.nan, a.dtype.base_dtype) + 0 * value, name=scope)
+        return Polygamma(a, x, name=scope)
 
 
 def lbeta(x: Any, name: str | None = None) -> Tensor:
