@@ -14,6 +14,7 @@ from typing import Any
 from asyncflow import dtypes
 from asyncflow.graph import GraphKeys, Tensor, add_to_collection, get_collection, name_scope
 from asyncflow.ops import array, math
+from asyncflow.ops.math_more import div_no_nan
 from asyncflow.ops.math_reduce import range as range_op
 from asyncflow.ops.math_reduce import reduce_sum, where
 from asyncflow.ops.nn_losses import (
@@ -44,16 +45,6 @@ class Reduction:
     def validate(cls, key: str) -> None:
         if key not in cls.all():
             raise ValueError(f"Invalid Reduction Key {key}.")
-
-
-def div_no_nan(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """x / y, and 0 where y is 0 (TF's DivNoNan), as a composite with a gradient."""
-    with name_scope(name, "div_no_nan", [x, y]) as scope:
-        x, y = convert_to_tensor(x, name="x"), convert_to_tensor(y, name="y")
-        zero = array.zeros_like(y)
-        is_zero = math.equal(y, zero)
-        safe = where(is_zero, array.ones_like(y), y)
-        return where(is_zero, array.zeros_like(x * safe), math.divide(x, safe), name=scope)
 
 
 def _check_broadcastable(weights: Tensor, values: Tensor) -> None:

@@ -43,16 +43,6 @@ def add_to(collections: Iterable[str] | str | None, value: Any) -> None:
         add_to_collections(collections, value)
 
 
-def div_no_nan(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """x / y, and 0 where y is 0 (TF's DivNoNan), built from Select and Div."""
-    with name_scope(name, "div_no_nan", [x, y]) as scope:
-        x, y = convert_to_tensor(x, name="x"), convert_to_tensor(y, name="y")
-        is_zero = math.equal(y, array.zeros_like(y))
-        safe = mr.where(is_zero, array.ones_like(y), y)
-        quotient = math.divide(x, safe)
-        return mr.where(is_zero, array.zeros_like(quotient), quotient, name=scope)
-
-
 def _trailing_dim_may_be_1(t: Tensor) -> bool:
     return t.shape.ndims is None or t.shape.ndims == 0 or t.shape.dims[-1].is_compatible_with(1)
 

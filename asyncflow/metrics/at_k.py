@@ -16,11 +16,12 @@ from typing import Any
 from asyncflow import dtypes
 from asyncflow.control_flow import cond
 from asyncflow.graph import Tensor, control_dependencies, name_scope
-from asyncflow.metrics._util import add_to, assert_broadcastable, broadcast_weights, div_no_nan, metric_variable
+from asyncflow.metrics._util import add_to, assert_broadcastable, broadcast_weights, metric_variable
 from asyncflow.ops import array, math
 from asyncflow.ops import math_reduce as mr
 from asyncflow.ops.array_dims import expand_dims
 from asyncflow.ops.math_extra import cumsum
+from asyncflow.ops.math_more import div_no_nan
 from asyncflow.ops.nn_extra import top_k
 from asyncflow.ops.registry import convert_to_tensor
 from asyncflow.ops.state import assign_add

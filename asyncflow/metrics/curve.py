@@ -14,10 +14,11 @@ from typing import Any
 
 from asyncflow import dtypes
 from asyncflow.graph import Tensor
-from asyncflow.metrics._util import add_to, confusion_matrix_at_thresholds, div_no_nan
+from asyncflow.metrics._util import add_to, confusion_matrix_at_thresholds
 from asyncflow.ops import array, math
 from asyncflow.ops import math_reduce as mr
 from asyncflow.ops.math_extra import cumsum
+from asyncflow.ops.math_more import div_no_nan
 from asyncflow.variable_scope import variable_scope
 
 __all__ = [

@@ -17,7 +17,6 @@ from asyncflow.graph import Tensor, control_dependencies
 from asyncflow.metrics._util import (
     add_to,
     broadcast_weights,
-    div_no_nan,
     metric_variable,
     remove_squeezable_dimensions,
     squeeze_or_expand,
@@ -26,6 +25,7 @@ from asyncflow.metrics._util import (
 from asyncflow.ops import array, math
 from asyncflow.ops import math_reduce as mr
 from asyncflow.ops.linalg_ops import diag_part
+from asyncflow.ops.math_more import div_no_nan
 from asyncflow.ops.registry import convert_to_tensor
 from asyncflow.ops.state import assign_add, scatter_add
 from asyncflow.variable_scope import variable_scope

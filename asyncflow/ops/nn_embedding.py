@@ -330,18 +330,9 @@ def embedding_lookup_sparse(params: Any, sp_ids: Any, sp_weights: Any, partition
             return segment_sum(embeddings, segment_ids, name=scope)
         embeddings = segment_sum(embeddings, segment_ids)
         if combiner == "mean":
-            return _div_no_nan(embeddings, segment_sum(weights, segment_ids), scope)
+            return _op("DivNoNan")(embeddings, segment_sum(weights, segment_ids), name=scope)
         total = math.sqrt(segment_sum(math.pow(weights, 2), segment_ids))
-        return _div_no_nan(embeddings, total, scope)
-
-
-def _div_no_nan(x: Tensor, y: Tensor, name: str) -> Tensor:
-    """x / y, and 0 where y is 0 (a row whose weights sum to 0), as TF's div_no_nan; the divisor is made
-    safe first so the gradient has no nan either."""
-    zero = math.equal(y, array.zeros_like(y))
-    safe = math.where_v2(zero, array.ones_like(y), y)
-    quotient = x / safe
-    return math.where_v2(zero, array.zeros_like(quotient), quotient, name=name)
+        return _op("DivNoNan")(embeddings, total, name=scope)
 
 
 def safe_embedding_lookup_sparse(embedding_weights: Any, sparse_ids: Any, sparse_weights: Any = None,
