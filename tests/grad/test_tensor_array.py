@@ -118,3 +118,23 @@ def test_gradient_of_an_unread_output_is_zero():
         with af.Session() as sess:
             got = sess.run(g)
         assert np.abs(got[2:]).max() == 0 and np.abs(got[:2]).max() > 0
+
+
+def test_a_tensor_array_made_inside_a_loop_body_has_no_gradient_yet():
+    with af.Graph().as_default():
+        xs = af.constant(XS)
+
+        def body(t, acc):
+            inner = af.TensorArray(af.float64, 2).write(0, xs[t] * 2.0).write(1, xs[t])
+            return t + 1, acc + af.reduce_sum(inner.stack())
+
+        _, total = af.while_loop(lambda t, acc: t < 4, body, [0, af.constant(0.0, af.float64)])
+        assert _run_value(total) == pytest.approx(3 * XS.sum())
+        with pytest.raises(LookupError, match=r"TensorArray 'while/TensorArray': it is made inside the while loop "
+                                              r"'while'"):
+            af.gradients(total, xs)
+
+
+def _run_value(t):
+    with af.Session() as sess:
+        return sess.run(t)
