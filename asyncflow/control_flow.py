@@ -270,7 +270,8 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
                name: str | None = None, maximum_iterations: Any = None, return_same_structure: bool = False,
                _context_factory: Callable[..., _WhileContext] = _WhileContext) -> Any:
     """`af.while_loop`: repeats `body` while `cond` holds; iterations run concurrently up to
-    `parallel_iterations` (an iteration waiting on a queue or a Recv does not stall the others)."""
+    `parallel_iterations` (an iteration waiting on a queue or a Recv does not stall the others). A TensorArray
+    in `loop_vars` is carried as its flow and rebuilt around it in `cond`, `body` and the result (TF1's way)."""
     if not callable(cond) or not callable(body):
         raise TypeError("while_loop: cond and body must be callable")
     if parallel_iterations < 1:

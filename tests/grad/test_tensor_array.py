@@ -62,6 +62,19 @@ def _rnn_concat_output(af, xs, w):
     return o.concat()
 
 
+def _reads_its_own_output(af, xs, w, h0):
+    """Step t reads the output it wrote at step t - 1 (so a gradient slot gets written twice: it adds)."""
+    inp = af.TensorArray(af.float64, 4).unstack(xs)
+    out = af.TensorArray(af.float64, 4, clear_after_read=False).write(0, h0)
+
+    def body(t, o):
+        h = af.tanh(af.matmul(o.read(t - 1), w) + inp.read(t))
+        return t + 1, o.write(t, h)
+
+    _, o = af.while_loop(lambda t, o: t < 4, body, [1, out])
+    return o.stack()
+
+
 def _scan_like_only_reads(af, xs, w):
     """A loop that only reads the TensorArray (its output is an ordinary accumulator)."""
     inp = af.TensorArray(af.float64, 4, clear_after_read=False).unstack(xs)
@@ -85,6 +98,7 @@ CASES = [
     GradCase("tensor_array_loop_concat_output", LOOP + ("TensorArrayConcatV3",), _rnn_concat_output,
              [XS, W]),
     GradCase("tensor_array_loop_reads_only", LOOP, _scan_like_only_reads, [XS, W]),
+    GradCase("tensor_array_loop_reads_its_own_output", LOOP, _reads_its_own_output, [XS, W, H0]),
 ]
 
 
