@@ -77,10 +77,10 @@ class TensorArrayStore:
             raise errors.InvalidArgumentError(None, None, f"TensorArray {self.name} has already been closed.")
 
     # -- writes ---------------------------------------------------------------------------------------
-    def reserve(self, last: int, what: str = "write to") -> None:
+    def reserve(self, last: int) -> None:
         """Makes room for index `last`: grows a dynamic array; else InvalidArgumentError."""
         if last < 0 or (last >= len(self.slots) and not self.dynamic_size):
-            raise self._fail(f"Tried to {what} index {last} but array is not resizeable and size is: "
+            raise self._fail(f"Tried to write to index {last} but array is not resizeable and size is: "
                              f"{len(self.slots)}")
         while len(self.slots) <= last:
             self.slots.append(_Slot())
@@ -97,8 +97,6 @@ class TensorArrayStore:
             raise self._fail(f"Could not write to TensorArray index {index} because the value shape is "
                              f"{_dims_text(value.shape)} which is incompatible with the TensorArray's {kind}: "
                              f"{_shape_text(self.element_shape)} (consider setting infer_shape=False).")
-        if self.identical_element_shapes:
-            self.element_shape = TensorShape(value.shape)
         slot = self.slots[index]
         if self.aggregate and slot.written and slot.value is not None:
             if slot.value.shape != value.shape:
@@ -116,6 +114,8 @@ class TensorArrayStore:
                                      f"written to.")
             slot.value, slot.cleared = value, False
         slot.written, slot.shape = True, value.shape
+        if self.identical_element_shapes:  # TF's identical_element_shapes: the first write fixes the shape
+            self.element_shape = TensorShape(value.shape)
 
     # -- reads ----------------------------------------------------------------------------------------
     def read(self, index: int) -> np.ndarray:
