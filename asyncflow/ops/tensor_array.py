@@ -14,10 +14,11 @@ A write of another dtype is a TypeError at once (TF1 logs it and fails when the 
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from asyncflow import dtypes
-from asyncflow.graph import Tensor, control_dependencies, name_scope
+from asyncflow.graph import Tensor, colocate_with, control_dependencies, name_scope
 from asyncflow.ops import tensor_array_ops as ta_ops
 from asyncflow.ops.array import identity, shape
 from asyncflow.ops.math import cast
@@ -56,10 +57,16 @@ class TensorArray:
                     raise ValueError("flow must not be None if handle is not None.")
                 self._handle, self._flow = handle, flow
             else:
-                self._handle, self._flow = ta_ops.tensor_array_v3(
-                    size, dtype=self._dtype, element_shape=self._element_shape[0], identical_element_shapes=infer_shape,
-                    dynamic_size=self._dynamic_size, clear_after_read=True if clear_after_read is None else
-                    clear_after_read, tensor_array_name=tensor_array_name or "", name=scope)
+                # As TF1: with colocate_with_first_write_call the array has no device of its own, so it goes
+                # where the ops that use it go (placement keeps a resource's users with it).
+                place = colocate_with(None, ignore_existing=True) if colocate_with_first_write_call else \
+                    contextlib.nullcontext()
+                with place:
+                    self._handle, self._flow = ta_ops.tensor_array_v3(
+                        size, dtype=self._dtype, element_shape=self._element_shape[0],
+                        identical_element_shapes=infer_shape, dynamic_size=self._dynamic_size,
+                        clear_after_read=True if clear_after_read is None else clear_after_read,
+                        tensor_array_name=tensor_array_name or "", name=scope)
 
     # -- properties ---------------------------------------------------------------------------------------
     flow = property(lambda self: self._flow)
