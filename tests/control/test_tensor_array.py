@@ -225,3 +225,11 @@ def test_shape_errors_at_run_time():
 def test_a_closed_array_refuses_further_use():
     ta = af.TensorArray(af.float32, 2).write(0, 1.0)
     _fails(_after(ta.close(), lambda: ta.read(0)), "TensorArray TensorArray has already been closed.")
+
+
+def test_the_array_takes_no_device_scope_unless_asked():
+    with af.device("/job:worker/task:1"):
+        ta = af.TensorArray(af.float32, 2)
+        kept = af.TensorArray(af.float32, 2, colocate_with_first_write_call=False)
+        write = ta.write(0, 1.0)
+    assert ta.handle.op.device == "" and kept.handle.op.device == write.flow.op.device != ""
