@@ -72,6 +72,9 @@ from asyncflow.ops.linalg_more import *
 from asyncflow.ops.math_extra import *
 from asyncflow.ops.array_extra import *
 from asyncflow.ops.array_more import *
+from asyncflow.ops.array_compat import *
+from asyncflow.ops.array_scatter import *
+from asyncflow.ops.string_more import *
 from asyncflow.ops.random_extra import *
 from asyncflow.ops.tensor_array import *
 from asyncflow.ops.sparse_ops import *

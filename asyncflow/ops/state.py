@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from asyncflow.ops.registry import ALL_TYPES, INDEX, NUMERIC, REQUIRED, BuildContext, op
+from asyncflow.ops.array_scatter import SCATTER_APPLY, check_scatter_shapes, flat_indices
+from asyncflow.ops.registry import ALL_TYPES, INDEX, NUMERIC, REAL, REQUIRED, BuildContext, op
 from asyncflow.shapes import TensorShape, as_shape
 
 
@@ -64,7 +65,7 @@ AssignAdd = _update("AssignAdd", np.add)
 AssignSub = _update("AssignSub", np.subtract)
 
 
-def _scatter(name: str, apply: Any) -> Any:
+def _scatter(name: str, apply: Any, types: tuple = NUMERIC) -> Any:
     async def kernel(k, ref, indices, updates):
         current = ref.read()
         indices = np.asarray(indices)
@@ -83,7 +84,7 @@ def _scatter(name: str, apply: Any) -> Any:
 
     kernel.__name__ = name
     return op(name, inputs="ref: Ref(T), indices: Tindices, updates: T", outputs="output_ref: Ref(T)",
-              types={"T": NUMERIC, "Tindices": INDEX}, attrs={"use_locking": False},
+              types={"T": types, "Tindices": INDEX}, attrs={"use_locking": False},
               shape=lambda b: b.shape(0), stateful=True, differentiable=False)(kernel)
 
 
@@ -94,6 +95,48 @@ def _scatter_set(target: np.ndarray, indices: np.ndarray, updates: np.ndarray) -
 ScatterAdd = _scatter("ScatterAdd", np.add.at)
 ScatterSub = _scatter("ScatterSub", np.subtract.at)
 ScatterUpdate = _scatter("ScatterUpdate", _scatter_set)
+
+
+def _divide_at(target: np.ndarray, indices: np.ndarray, updates: np.ndarray) -> None:
+    if target.dtype.kind in "fc":
+        np.divide.at(target, indices, updates)
+        return
+    # Integer division truncates toward zero, as C++ (and TF's kernel) does; numpy floors.
+    for i, row in zip(indices.reshape(-1), updates.reshape((-1,) + target.shape[1:])):
+        num, den = target[i], row
+        quotient = np.abs(num) // np.abs(den)
+        target[i] = np.where((num < 0) != (den < 0), -quotient, quotient)
+
+
+ScatterMul = _scatter("ScatterMul", np.multiply.at)
+ScatterDiv = _scatter("ScatterDiv", _divide_at)
+ScatterMax = _scatter("ScatterMax", np.maximum.at, REAL)
+ScatterMin = _scatter("ScatterMin", np.minimum.at, REAL)
+
+
+def _scatter_nd(name: str, kind: str) -> Any:
+    """The variable forms of TensorScatter{Update,Add,Sub}: the same index layout and checks (array_scatter)."""
+    async def kernel(k, ref, indices, updates):
+        current = ref.read()
+        where, rows = flat_indices(name, k, indices, updates, current.shape)
+        target = ref.mutable()
+        SCATTER_APPLY[kind](target, where, rows.astype(target.dtype, copy=False))
+        return ref
+
+    def shape_fn(b: BuildContext) -> TensorShape:
+        check_scatter_shapes(b, b.shape(0), "ref")
+        return b.shape(0)
+
+    kernel.__name__ = name
+    return op(name, inputs="ref: Ref(T), indices: Tindices, updates: T", outputs="output_ref: Ref(T)",
+              types={"T": ALL_TYPES if kind == "Update" else NUMERIC, "Tindices": INDEX},
+              attrs={"use_locking": kind == "Update", "bad_indices_policy": ""}, shape=shape_fn, stateful=True,
+              differentiable=False)(kernel)
+
+
+ScatterNdUpdate = _scatter_nd("ScatterNdUpdate", "Update")
+ScatterNdAdd = _scatter_nd("ScatterNdAdd", "Add")
+ScatterNdSub = _scatter_nd("ScatterNdSub", "Sub")
 
 
 @op("IsVariableInitialized", inputs="ref: Ref(dtype)", outputs="is_initialized: bool",
@@ -134,6 +177,44 @@ def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = Tru
                          name=name or "ScatterUpdate")
 
 
+def scatter_mul(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Any:
+    """`af.scatter_mul`: multiplies rows `indices` of the variable by `updates`; returns the ref."""
+    return ScatterMul(_ref_of(ref), indices, updates, use_locking=use_locking, name=name or "ScatterMul")
+
+
+def scatter_div(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Any:
+    """`af.scatter_div`: divides rows `indices` of the variable by `updates`; returns the ref."""
+    return ScatterDiv(_ref_of(ref), indices, updates, use_locking=use_locking, name=name or "ScatterDiv")
+
+
+def scatter_max(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Any:
+    """`af.scatter_max`: rows `indices` of the variable become their maximum with `updates`."""
+    return ScatterMax(_ref_of(ref), indices, updates, use_locking=use_locking, name=name or "ScatterMax")
+
+
+def scatter_min(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Any:
+    """`af.scatter_min`: rows `indices` of the variable become their minimum with `updates`."""
+    return ScatterMin(_ref_of(ref), indices, updates, use_locking=use_locking, name=name or "ScatterMin")
+
+
+def scatter_nd_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True,
+                      name: str | None = None) -> Any:
+    """`af.scatter_nd_update`: writes `updates` at the index vectors `indices` of the variable."""
+    return ScatterNdUpdate(_ref_of(ref), indices, updates, use_locking=use_locking, name=name or "ScatterNdUpdate")
+
+
+def scatter_nd_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                   name: str | None = None) -> Any:
+    """`af.scatter_nd_add`: adds `updates` at the index vectors `indices` of the variable."""
+    return ScatterNdAdd(_ref_of(ref), indices, updates, use_locking=use_locking, name=name or "ScatterNdAdd")
+
+
+def scatter_nd_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                   name: str | None = None) -> Any:
+    """`af.scatter_nd_sub`: subtracts `updates` at the index vectors `indices` of the variable."""
+    return ScatterNdSub(_ref_of(ref), indices, updates, use_locking=use_locking, name=name or "ScatterNdSub")
+
+
 def is_variable_initialized(variable: Any) -> Any:
     return is_variable_initialized_op(_ref_of(variable))
 
@@ -148,5 +229,6 @@ def _ref_of(x: Any) -> Any:
 
 __all__ = [
     "assign", "assign_add", "assign_sub", "scatter_add", "scatter_sub", "scatter_update",
-    "is_variable_initialized",
+    "is_variable_initialized", "scatter_mul", "scatter_div", "scatter_max", "scatter_min", "scatter_nd_update",
+    "scatter_nd_add", "scatter_nd_sub",
 ]
