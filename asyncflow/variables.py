@@ -48,6 +48,11 @@ class Variable:
         aggregation: Any = None,
         shape: Any = None,
     ):
+        if variable_def is not None:
+            if initial_value is not None:
+                raise ValueError("variable_def and initial_value are mutually exclusive.")
+            self._init_from_def(variable_def, import_scope)
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         trainable = True if trainable is None else trainable
@@ -91,6 +96,29 @@ class Variable:
             with colocate_with(self._variable.op):
                 self._snapshot = identity(self._variable, name="read")
         add_to_collections(collections, self)
+
+    def _init_from_def(self, variable_def: dict[str, Any], import_scope: str | None) -> None:
+        """A Variable over ops already in the default graph, as a VariableDef names them (TF's fields:
+        variable_name, initializer_name, snapshot_name, initial_value_name, trainable), each name prefixed
+        by `import_scope/` when given. Adds no op and no collection entry (the importer fills those)."""
+        graph = get_default_graph()
+
+        def element(name: str, **kinds: bool) -> Any:
+            return graph.as_graph_element(f"{import_scope}/{name}" if import_scope else name, **kinds)
+
+        ref = element(variable_def["variable_name"])
+        if not isinstance(ref, Tensor) or ref.op.type not in ("VariableV2", "Variable"):
+            raise ValueError(f"variable_def: {variable_def['variable_name']!r} is not a variable's output")
+        base = ref.op.name.removeprefix(f"{import_scope}/") if import_scope else ref.op.name
+        self._variable = ref
+        self._initializer_op = element(variable_def.get("initializer_name") or f"{base}/Assign",
+                                       allow_tensor=False)
+        self._snapshot = element(variable_def.get("snapshot_name") or f"{base}/read:0", allow_operation=False)
+        initial_name = variable_def.get("initial_value_name")
+        self._initial_value = element(initial_name, allow_operation=False) if initial_name \
+            else self._initializer_op.inputs[1]
+        self._trainable = bool(variable_def.get("trainable", True))
+        self._constraint = None
 
     # -- TF1's Variable API -------------------------------------------------------------------------
     name = property(lambda self: self._variable.name)

@@ -75,33 +75,6 @@ def _prefixed(name: str, scope: str) -> str:
     return f"{scope}/{name}" if scope else name
 
 
-def _variable_from_graph(graph: Graph, spec: dict[str, Any], scope: str) -> Variable:
-    """A Variable object over the imported ops a VariableDef names (TF1's `Variable(variable_def=...)`).
-
-    Built without running Variable.__init__ (which would add new ops): the fields are the ones
-    asyncflow/variables.py's constructor sets."""
-    ref = graph.as_graph_element(_prefixed(spec["variable_name"], scope))
-    if not isinstance(ref, Tensor) or ref.op.type not in _VARIABLE_OPS:
-        raise ValueError(f"import_meta_graph: {spec['variable_name']!r} is not a variable's output")
-    base = ref.op.name
-    initializer = graph.as_graph_element(_prefixed(spec["initializer_name"], scope) if spec.get("initializer_name")
-                                         else f"{base}/Assign", allow_tensor=False)
-    snapshot = graph.as_graph_element(_prefixed(spec["snapshot_name"], scope) if spec.get("snapshot_name")
-                                      else f"{base}/read:0", allow_operation=False)
-    if spec.get("initial_value_name"):
-        initial_value = graph.as_graph_element(_prefixed(spec["initial_value_name"], scope), allow_operation=False)
-    else:
-        initial_value = initializer.inputs[1]
-    var = Variable.__new__(Variable)
-    var._trainable = bool(spec.get("trainable", True))
-    var._constraint = None
-    var._initial_value = initial_value
-    var._variable = ref
-    var._initializer_op = initializer
-    var._snapshot = snapshot
-    return var
-
-
 class _CollectionReader:
     """Turns a document's collection entries back into graph elements, Variables and values."""
 
@@ -121,7 +94,7 @@ class _CollectionReader:
     def _variable(self, spec: dict[str, Any]) -> Variable:
         name = spec["variable_name"]
         if name not in self._variables:
-            self._variables[name] = _variable_from_graph(self._graph, spec, self._scope)
+            self._variables[name] = Variable(variable_def=spec, import_scope=self._scope or None)
         return self._variables[name]
 
     def entry(self, key: str, entry: Any) -> Any:

@@ -116,3 +116,23 @@ def test_variable_load_and_eval():
     with af.Session() as sess:
         v.load([3.0, 4.0], sess)
         assert v.eval(sess).tolist() == [3.0, 4.0]
+
+
+def test_variable_from_a_variable_def_wraps_existing_ops_as_tf1():
+    with af.Graph().as_default() as graph:
+        with af.name_scope("imported"):
+            w = af.Variable([1.0, 2.0], name="w", trainable=False)
+        spec = {"variable_name": "w:0", "initializer_name": "w/Assign", "snapshot_name": "w/read:0",
+                "initial_value_name": "w/initial_value:0", "trainable": False}
+        n_ops = len(graph.get_operations())
+        again = af.Variable(variable_def=spec, import_scope="imported")
+        assert len(graph.get_operations()) == n_ops  # no new op
+        assert again.name == w.name == "imported/w:0" and again.initializer is w.initializer
+        assert again.value() is w.value() and again.initial_value is w.initial_value and not again.trainable
+        with af.Session() as sess:
+            sess.run(again.initializer)
+            assert sess.run(again).tolist() == [1.0, 2.0]
+        with pytest.raises(ValueError, match="not a variable's output"):
+            af.Variable(variable_def={**spec, "variable_name": "w/read:0"}, import_scope="imported")
+        with pytest.raises(ValueError, match="mutually exclusive"):
+            af.Variable(1.0, variable_def=spec)
