@@ -78,15 +78,19 @@ from asyncflow.ops.string_more import *
 from asyncflow.ops.random_extra import *
 from asyncflow.ops.tensor_array import *
 from asyncflow.ops.sparse_ops import *
+from asyncflow.ops.sparse_more import *
 from asyncflow.ops.string_ops import *
 from asyncflow.ops.check_ops import *
 from asyncflow.ops.logging_ops import *
 from asyncflow.ops.script_ops import *
+from asyncflow.ops.script_eager import *
 from asyncflow.sparse_tensor import *
 from asyncflow.functional import *
 from asyncflow.behavior import *
 from asyncflow.ops.array_identity import *
 from asyncflow.custom_gradient import *
+from asyncflow.enums import *
+from asyncflow.variables_more import *
 from asyncflow import layers as layers
 from asyncflow import losses as losses
 from asyncflow import metrics as metrics
@@ -95,10 +99,20 @@ from asyncflow import sparse as sparse
 from asyncflow import strings as strings
 
 from asyncflow import math as math  # the TF1 namespaces of aliases last: they bind names defined above
+from asyncflow import bitwise as bitwise
+from asyncflow import manip as manip
 from asyncflow import linalg as linalg
 from asyncflow import random as random
 from asyncflow import initializers as initializers
 from asyncflow import debugging as debugging
+
+# tf.dtypes also offers these four ops; asyncflow/dtypes.py is the bottom of the graph model and imports
+# no op module, so the functions are bound onto it here, once everything is imported.
+from asyncflow.ops import array_compat as _array_compat, math as _math_ops, math_more as _math_more  # noqa: E402
+from asyncflow.ops import string_ops as _string_ops  # noqa: E402
+
+dtypes.cast, dtypes.saturate_cast = _math_ops.cast, _array_compat.saturate_cast
+dtypes.complex, dtypes.as_string = _math_more.complex, _string_ops.as_string
 
 _overloads.attach()
 _variables._delegate_operators()

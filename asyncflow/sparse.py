@@ -12,7 +12,7 @@ __all__ = bind(globals(), """
     slice softmax sparse_dense_matmul split to_dense to_indicator transpose
 """, {"add": "sparse_add", "bincount": _OPS + "bincount", "concat": "sparse_concat",
       "cross": _OPS + "sparse_cross", "cross_hashed": _OPS + "sparse_cross_hashed",
-      "expand_dims": _OPS + "sparse_expand_dims", "eye": _OPS + "sparse_eye",
+      "expand_dims": "ops.sparse_more.sparse_expand_dims", "eye": "ops.sparse_more.sparse_eye",
       "fill_empty_rows": "sparse_fill_empty_rows", "from_dense": _OPS + "from_dense", "mask": "sparse_mask",
       "matmul": "sparse_tensor_dense_matmul", "maximum": "sparse_maximum", "merge": "sparse_merge",
       "minimum": "sparse_minimum", "placeholder": "sparse_placeholder", "reduce_max": "sparse_reduce_max",

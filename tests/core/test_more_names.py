@@ -69,3 +69,52 @@ def test_bad_indices_fail_and_leave_the_variable_as_it_was():
         with pytest.raises(af.errors.InvalidArgumentError, match=r"ScatterMul.*= 3 is not in \[0, 3\)"):
             sess.run(af.scatter_mul(v, idx, [[2.0, 2.0]]), {idx: [3]})
         assert sess.run(v).tolist() == np.ones([3, 2]).tolist()
+
+
+def test_assert_variables_initialized_fails_until_every_variable_is():
+    assert af.assert_variables_initialized() is None
+    a = af.Variable(1.0, name="a")
+    b = af.Variable(np.zeros([2, 3]), name="b")
+    check = af.assert_variables_initialized()
+    one = af.assert_variables_initialized([b])
+    assert (check.op.type, one.op.type) == ("Pack", "Rank")
+    with af.Session() as sess:
+        sess.run(a.initializer)
+        with pytest.raises(af.errors.FailedPreconditionError, match="uninitialized value b"):
+            sess.run(check)
+        sess.run(b.initializer)
+        assert sess.run(check).tolist() == [0, 2] and sess.run(one) == 2
+
+
+def test_option_enums_as_tf1():
+    assert [m.value for m in af.UnconnectedGradients] == ["none", "zero"]
+    assert (af.AggregationMethod.ADD_N, af.AggregationMethod.DEFAULT, af.AggregationMethod.EXPERIMENTAL_TREE,
+            af.AggregationMethod.EXPERIMENTAL_ACCUMULATE_N) == (0, 0, 1, 2)
+    assert [(m.name, m.value) for m in af.VariableSynchronization] == [("AUTO", 0), ("NONE", 1), ("ON_WRITE", 2),
+                                                                      ("ON_READ", 3)]
+    assert [m.name for m in af.VariableAggregation] == ["NONE", "SUM", "MEAN", "ONLY_FIRST_REPLICA"]
+    assert af.VariableAggregation.ONLY_FIRST_TOWER is af.VariableAggregation.ONLY_FIRST_REPLICA
+    x = af.placeholder(af.float32, [2])
+    unused = af.placeholder(af.float32, [3])
+    g = af.gradients(af.reduce_sum(x * 2.0), [x, unused], unconnected_gradients=af.UnconnectedGradients.ZERO,
+                     aggregation_method=af.AggregationMethod.EXPERIMENTAL_TREE)
+    v = af.get_variable("v", [2], synchronization=af.VariableSynchronization.ON_READ,
+                        aggregation=af.VariableAggregation.MEAN)
+    w = af.Variable(1.0, synchronization=af.VariableSynchronization.AUTO, aggregation=af.VariableAggregation.SUM)
+    assert af.gradients(af.reduce_sum(x), unused, unconnected_gradients=af.UnconnectedGradients.NONE) == [None]
+    with af.Session() as sess:
+        sess.run(af.global_variables_initializer())
+        assert sess.run(g[1], {x: [1, 2]}).tolist() == [0, 0, 0]
+        assert sess.run(v).shape == (2,) and sess.run(w) == 1.0
+
+
+def test_namespaces_manip_bitwise_and_dtypes():
+    assert af.manip.roll is af.roll and af.manip.scatter_nd is af.scatter_nd and not af.manip.NOT_YET
+    assert sorted(af.bitwise.__all__) == ["bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift",
+                                          "right_shift"]
+    assert (af.dtypes.cast, af.dtypes.saturate_cast, af.dtypes.complex, af.dtypes.as_string) == \
+        (af.cast, af.saturate_cast, af.complex, af.as_string)
+    assert af.sparse.mask is af.sparse_mask and af.sparse.reset_shape is af.sparse_reset_shape
+    assert af.sparse.maximum is af.sparse_maximum and af.sparse.eye is not None and af.sparse.expand_dims is not None
+    with af.Session() as sess:
+        assert sess.run(af.dtypes.saturate_cast([300.0], af.uint8)).tolist() == [255]
