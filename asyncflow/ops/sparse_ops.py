@@ -21,6 +21,8 @@ from asyncflow.ops import array, math
 from asyncflow.ops.registry import constant_value, constant_value_as_shape, convert_to_tensor
 from asyncflow.ops.sparse_math import (
     SEGMENT_OPS,
+    SparseDenseCwiseDiv,
+    SparseDenseCwiseMul,
     SparseReduceMax,
     SparseReduceMaxSparse,
     SparseReduceSum,
@@ -429,6 +431,26 @@ def sparse_segment_sqrt_n(data: Any, indices: Any, segment_ids: Any, name: str |
                           num_segments: Any = None) -> Tensor:
     """`af.sparse_segment_sqrt_n`: each segment's sum divided by the square root of its size."""
     return _segment("SqrtN", data, indices, segment_ids, name, num_segments)
+
+
+# -- operators ------------------------------------------------------------------------------------------------
+def _sparse_dense_operator(opdef: Any, op_name: str) -> Any:
+    """TF1's SparseTensor `*` and `/` with a dense operand (broadcast to the sparse shape): a SparseTensor
+    with the same indices, built under the `<op_name>` name scope as TF's operator overloads do."""
+
+    def operator(sp: SparseTensor, y: Any) -> SparseTensor:
+        with name_scope(None, op_name, [sp, y]) as scope:
+            y = convert_to_tensor(y, dtype=sp.dtype.base_dtype, name="y")
+            values = opdef(sp.indices, sp.values, sp.dense_shape, y, name=scope)
+            return SparseTensor(sp.indices, values, sp.dense_shape)
+
+    operator.__name__ = f"__{op_name}__"
+    return operator
+
+
+SparseTensor.__mul__ = _sparse_dense_operator(SparseDenseCwiseMul, "mul")
+SparseTensor.__truediv__ = _sparse_dense_operator(SparseDenseCwiseDiv, "truediv")
+SparseTensor.__div__ = SparseTensor.__truediv__
 
 
 __all__ = [

@@ -85,3 +85,19 @@ def test_dense_shape_of_a_sparse_placeholder_defaults_to_its_shape():
         with af.Session() as s:
             got = s.run(af.sparse_tensor_to_dense(p), {p.indices: IDX, p.values: VAL})
     np.testing.assert_array_equal(got, [[0, 1, 0], [0, 0, 2]])
+
+
+def test_sparse_times_and_over_dense_keep_the_indices_as_tf1():
+    """`sp * dense` and `sp / dense` (SparseDenseCwiseMul/Div, the dense side broadcast to the sparse shape); names
+    and values as TF 2.21 gave for the same program (`mul`, `truediv`)."""
+    with af.Graph().as_default():
+        sp = af.SparseTensor([[0, 1], [1, 2]], [2.0, 4.0], [2, 3])
+        dense = af.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 8.0]])
+        product, quotient = sp * dense, sp / 2.0
+        assert isinstance(product, af.SparseTensor) and product.indices is sp.indices
+        assert product.values.name == "mul:0" and quotient.values.name == "truediv:0"
+        with af.Session() as sess:
+            got_product, got_quotient = sess.run([product, quotient])
+        np.testing.assert_array_equal(got_product.values, np.array([4.0, 32.0], np.float32))
+        np.testing.assert_array_equal(got_quotient.values, np.array([1.0, 2.0], np.float32))
+        np.testing.assert_array_equal(got_product.dense_shape, [2, 3])
