@@ -344,7 +344,7 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: int | 
             rate = 1.0 - keep_prob
         except TypeError:
             raise ValueError(f"`keep_prob` must be a floating point number or Tensor. Received: "
-                             f"keep_prob={keep_prob!r}") from None
+                             f"keep_prob={keep_prob}") from None
     if rate is None:
         raise ValueError(f"`rate` must be provided. Received: rate={rate}")
     with name_scope(name, "dropout", [x]):
@@ -355,7 +355,7 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: int | 
         x_dtype = x.dtype.base_dtype
         if not x_dtype.is_floating:
             raise ValueError(f"`x.dtype` must be a floating point tensor as `x` will be scaled. Received: "
-                             f"x_dtype={x_dtype.name}")
+                             f"x_dtype={x_dtype}")
         if is_number and rate == 0:
             random_ops._op_seeds(seed)  # keeps the graph's op-seed sequence as TF's dummy RNG step does
             return x
