@@ -3,6 +3,7 @@
 from asyncflow.ops.nn_conv_extra import *
 from asyncflow.ops.nn_embedding import *
 from asyncflow.ops.nn_extra import *
+from asyncflow.ops.nn_more import *
 from asyncflow.ops.nn_norm import *
 from asyncflow.ops.nn_ops import *
 from asyncflow.ops.nn_sampling import *
