@@ -1,3 +1,5 @@
-"""af.image, as tf.compat.v1.image (composites in image_ops.py over the kernels of asyncflow/ops/image_ops.py)."""
+"""af.image, as tf.compat.v1.image: composites in image_ops.py and image_more.py over the kernels of
+asyncflow/ops/image_ops.py and asyncflow/ops/image_more.py."""
 
+from asyncflow.image.image_more import *
 from asyncflow.image.image_ops import *
