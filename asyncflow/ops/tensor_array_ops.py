@@ -89,6 +89,9 @@ class TensorArrayStore:
         self.check_open()
         self.reserve(index)
         value = np.asarray(value)
+        if self.dtype.is_string and value.dtype.kind in "OSU":
+            # one row of a string tensor (scatter, split) is a bare bytes object: numpy makes it an 'S' array
+            value = value.astype(object)
         if value.dtype != self.dtype.as_numpy_dtype and not (self.dtype.is_string and value.dtype == object):
             raise errors.InvalidArgumentError(None, None, f"TensorArray dtype is {self.dtype.name} but Op is "
                                                           f"trying to write dtype {dtypes.as_dtype(value.dtype).name}.")

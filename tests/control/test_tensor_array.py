@@ -152,6 +152,14 @@ def test_construction_errors():
         af.TensorArray(af.float32, handle="h", flow=h.flow)
 
 
+def test_string_elements_unstacked_split_and_written():
+    ta = af.TensorArray(af.string, 2, clear_after_read=False).unstack(af.constant(["a", "bc"]))
+    read, stacked = _run([ta.read(1), ta.stack()])
+    assert read == b"bc" and list(stacked) == [b"a", b"bc"]
+    pieces = af.TensorArray(af.string, 2, infer_shape=False).split(af.constant(["x", "y", "z"]), [1, 2])
+    assert list(_run(pieces.concat())) == [b"x", b"y", b"z"]
+
+
 def test_a_value_of_another_dtype_is_a_type_error():
     ta = af.TensorArray(af.float32, 2)
     with pytest.raises(TypeError, match="value has dtype int32, but the TensorArray holds float32"):
