@@ -7,18 +7,16 @@ nested structures (tuples, lists, namedtuples, dicts; `fn`'s results must have t
 `infer_shape`), and the errors. `fn` is traced once, inside the loop's body; variables it makes with
 `get_variable` are created once, outside the loop.
 
-How the values move. TF1 reads element i from a TensorArray and writes result i into another. Here
-the body reads element i with a gather, and appends result i, flattened, to a 1-D loop-carried
-accumulator (a second loop variable carries the result's shape, since `fn`'s result shape is known
-only once `fn` has been traced); after the loop one reshape makes the stacked [n, ...] tensor. Both
-are ops the while-loop gradient already differentiates, so gradients reach `elems`, `initializer`
-and any tensor or variable `fn` captures.
+How the values move (TF1's way): each element tensor is unstacked into a TensorArray before the
+loop, the body reads element i from it and writes result i into an output TensorArray (carried
+as its flow in `loop_vars`), and the outputs are stacked after the loop
+(`map/TensorArrayStack/TensorArrayGatherV3`). A result whose shape differs from the first one's
+is TF1's run-time InvalidArgumentError from the TensorArray. The TensorArray gradients
+(tensor_array_ops.py) carry gradients back to `elems`, `initializer` and any tensor or variable
+`fn` captures.
 
-Cost: each append copies the accumulator, so the forward loop moves O(n^2 * result size) bytes,
-and when a gradient is built each step's accumulator is kept for the backward loop (the concat's
-gradient needs its length), so memory is O(n^2) too; each backward step densifies the gather's
-gradient, O(n * element size). Right for the batch- and sequence-sized maps TF1 programs write
-(a per-image map over a batch); not for very long sequences.
+Cost: linear in n: one read and one write per step, one scatter before the loop and one gather
+after it; the backward loop reads and writes the gradient arrays the same way.
 """
 
 from __future__ import annotations
@@ -28,11 +26,10 @@ from typing import Any
 
 from asyncflow import dtypes
 from asyncflow.control_flow import flatten, pack_as, while_loop
-from asyncflow.graph import Tensor, control_dependencies, name_scope
+from asyncflow.graph import Tensor, name_scope
 from asyncflow.ops import array, math
-from asyncflow.ops.logging_ops import Assert
-from asyncflow.ops.math_reduce import reduce_all
 from asyncflow.ops.registry import convert_to_tensor
+from asyncflow.ops.tensor_array import TensorArray
 from asyncflow.shapes import TensorShape
 
 
@@ -84,8 +81,9 @@ def _check_fn(who: str, fn: Any) -> None:
         raise TypeError(f"{who}: fn must be callable, got {fn!r}")
 
 
-def _elements(who: str, elems: Any) -> tuple[list[Tensor], int | None, Tensor]:
-    """The flat element tensors (inside the caller's name scope), their static count and their count."""
+def _elements(who: str, elems: Any) -> tuple[list[Tensor], int | None, Any]:
+    """The flat element tensors (inside the caller's name scope), their static count and their count (the
+    static one when known, as TF1)."""
     flat = flatten(elems)
     if not flat:
         raise ValueError(f"{who}: elems must be a Tensor or (possibly nested) sequence of Tensors. Got {elems!r}, "
@@ -102,19 +100,8 @@ def _elements(who: str, elems: Any) -> tuple[list[Tensor], int | None, Tensor]:
             raise ValueError(f"{who}: Dimensions {n_static} and {d} are not compatible: every tensor in elems must "
                              f"have the same first dimension")
         n_static = d if d is not None else n_static
-    n = convert_to_tensor(n_static, dtype=dtypes.int32) if n_static is not None else \
-        array.shape(flat[0], out_type=dtypes.int32)[0]
+    n = n_static if n_static is not None else array.shape(flat[0], out_type=dtypes.int32)[0]
     return flat, n_static, n
-
-
-def _read(flat: list[Tensor], i: Any) -> list[Tensor]:
-    out = []
-    for x in flat:
-        x_i = array.gather(x, i)
-        if x.shape.ndims is not None:
-            x_i.set_shape(x.shape[1:])
-        out.append(x_i)
-    return out
 
 
 def _results(who: str, value: Any, want: list[dtypes.DType]) -> list[Tensor]:
@@ -132,72 +119,24 @@ def _results(who: str, value: Any, want: list[dtypes.DType]) -> list[Tensor]:
     return out
 
 
-# -- the stacked outputs -------------------------------------------------------------------------------
-class _Stacked:
-    """Results appended one per iteration, stacked after the loop: a flat accumulator per output and the
-    runtime shape of one result (see the module docstring for the cost)."""
+# -- TensorArrays ------------------------------------------------------------------------------------------
+def _unstacked(flat: list[Tensor], n: Any) -> list[TensorArray]:
+    """Each element tensor unstacked into a TensorArray of `n` elements (TF1's `elems_ta`)."""
+    return [TensorArray(x.dtype.base_dtype, size=n, dynamic_size=False, infer_shape=True).unstack(x) for x in flat]
 
-    def __init__(self, out_dtypes: list[dtypes.DType]):
-        self.dtypes = out_dtypes
-        self.static: list[TensorShape | None] = [None] * len(out_dtypes)  # one result's shape, once traced
 
-    def initial(self, first: list[Tensor] | None = None) -> list[list[Tensor]]:
-        """Empty accumulators, or holding `first` (scan's first element when it has no initializer)."""
-        if first is None:
-            accs = [convert_to_tensor([], dtype=d) for d in self.dtypes]
-            shapes = [convert_to_tensor([], dtype=dtypes.int32) for _ in self.dtypes]
-        else:
-            accs = [array.reshape(v, [-1]) for v in first]
-            shapes = [array.shape(v, out_type=dtypes.int32) for v in first]
-            self.static = [v.shape for v in first]
-        return [accs, shapes]
+def _read(tas: list[TensorArray], i: Any) -> list[Tensor]:
+    return [ta.read(i) for ta in tas]
 
-    @staticmethod
-    def invariants(n: int) -> list[list[TensorShape]]:
-        return [[TensorShape([None])] * n, [TensorShape([None])] * n]
 
-    @staticmethod
-    def _same_shape_check(before: Tensor, v: Tensor) -> list[Any]:
-        """Every result must have the first one's shape (TF1's TensorArray refuses another one at run time);
-        only needed where the static shape leaves room for a difference."""
-        if v.shape.ndims is None:
-            return []
-        now = array.shape(v, out_type=dtypes.int32)
-        first = array.concat([before, now], 0)[:v.shape.ndims]  # `now` itself in the first iteration
-        same = reduce_all(math.equal(first, now))
-        return [Assert(same, ["fn's result has shape", now, "but an earlier one had shape", first],
-                       name="check_shape")]
-
-    def append(self, accs: list[Tensor], shapes: list[Tensor], values: list[Tensor],
-               at_front: bool = False) -> list[list[Tensor]]:
-        grown = []
-        for k, (acc, v) in enumerate(zip(accs, values)):
-            if self.static[k] is None:  # map_fn: known once fn has been traced
-                self.static[k] = v.shape
-            checks = [] if v.shape.is_fully_defined() else self._same_shape_check(shapes[k], v)
-            with control_dependencies(checks):
-                piece = array.reshape(v, [-1])
-            grown.append(array.concat([piece, acc] if at_front else [acc, piece], 0))
-        return [grown, [array.shape(v, out_type=dtypes.int32) for v in values]]
-
-    def stack(self, accs: list[Tensor], shapes: list[Tensor], n_static: int | None, n: Tensor,
-              infer_shape: bool) -> list[Tensor]:
-        out = []
-        for acc, shape_t, static in zip(accs, shapes, self.static):
-            with name_scope("TensorArrayStack"):  # TF1's scope for the stacked TensorArray
-                if static is not None and static.is_fully_defined():
-                    dims = static.as_list()
-                    target = [n_static] + dims if n_static is not None else \
-                        array.concat([array.reshape(n, [1]), convert_to_tensor(dims, dtype=dtypes.int32)], 0)
-                else:
-                    target = array.concat([array.reshape(n, [1]), shape_t], 0)
-                r = array.reshape(acc, target, name="TensorArrayGatherV3")
-            if infer_shape and static is not None:
-                r.set_shape(TensorShape([n_static]).concatenate(static))
-            elif not infer_shape:
-                r._shape = TensorShape(None)  # as TF1: a TensorArray that infers no shape stacks to an unknown one
-            out.append(r)
-        return out
+def _stacked(tas: list[TensorArray], n_static: int | None) -> list[Tensor]:
+    """The result arrays stacked, each [n_static] + one result's shape (TF1's `r.stack()` and set_shape)."""
+    out = []
+    for ta in tas:
+        r = ta.stack()
+        r.set_shape(TensorShape([n_static]).concatenate(r.shape[1:]))
+        out.append(r)
+    return out
 
 
 # -- map_fn ----------------------------------------------------------------------------------------------
@@ -214,19 +153,20 @@ def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None, parallel_ite
             out_structure, out_dtypes = elems, [x.dtype.base_dtype for x in flat]
         else:
             out_structure, out_dtypes = signature, [dtypes.as_dtype(d) for d in flatten(signature)]
-        stacked = _Stacked(out_dtypes)
+        elems_ta = _unstacked(flat, n)
+        i = convert_to_tensor(0, dtype=dtypes.int32)
+        accs_ta = [TensorArray(d, size=n, dynamic_size=False, infer_shape=infer_shape) for d in out_dtypes]
 
-        def body(i: Tensor, accs: list[Tensor], shapes: list[Tensor]) -> list[Any]:
-            value = fn(pack_as(elems, _read(flat, i)))
+        def compute(i: Tensor, tas: list[TensorArray]) -> tuple[Any, ...]:
+            value = fn(pack_as(elems, _read(elems_ta, i)))
             _assert_same_structure("map_fn", out_structure, value)
-            return [i + 1] + stacked.append(accs, shapes, _results("map_fn", value, out_dtypes))
+            results = _results("map_fn", value, out_dtypes)
+            return i + 1, [ta.write(i, v) for ta, v in zip(tas, results)]
 
-        _, accs, shapes = while_loop(lambda i, *_: math.less(i, n), body,
-                                     [convert_to_tensor(0, dtype=dtypes.int32)] + stacked.initial(),
-                                     shape_invariants=[TensorShape([])] + stacked.invariants(len(out_dtypes)),
-                                     parallel_iterations=parallel_iterations, back_prop=back_prop,
-                                     swap_memory=swap_memory, maximum_iterations=n)
-        return pack_as(out_structure, stacked.stack(accs, shapes, n_static, n, infer_shape))
+        _, r_a = while_loop(lambda i, _: math.less(i, n), compute, (i, accs_ta),
+                            parallel_iterations=parallel_iterations, back_prop=back_prop, swap_memory=swap_memory,
+                            maximum_iterations=n)
+        return pack_as(out_structure, _stacked(r_a, n_static))
 
 
 # -- scan -------------------------------------------------------------------------------------------------
@@ -238,32 +178,36 @@ def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None, par
     _check_fn("scan", fn)
     with name_scope(name, "scan", [x for x in flatten(elems) if isinstance(x, Tensor)]):
         flat, n_static, n = _elements("scan", elems)
+        elems_ta = _unstacked(flat, n)
         if initializer is None:
             state_structure = elems
-            first = _read(flat, n - 1 if reverse else 0)
-            start: Any = n - 2 if reverse else 1
+            a_flat = _read(elems_ta, n - 1 if reverse else 0)
+            skip = 1
         else:
             state_structure = initializer
-            first = [convert_to_tensor(v) for v in flatten(initializer)]
-            start = n - 1 if reverse else 0
-        stacked = _Stacked([v.dtype.base_dtype for v in first])
-        initial = stacked.initial(first if initializer is None else None)
+            a_flat = [convert_to_tensor(v) for v in flatten(initializer)]
+            skip = 0
+        accs_ta = [TensorArray(a.dtype.base_dtype, size=n, element_shape=a.shape if infer_shape else None,
+                               dynamic_size=False, infer_shape=infer_shape) for a in a_flat]
+        if initializer is None:
+            accs_ta = [ta.write(n - 1 if reverse else 0, a) for ta, a in zip(accs_ta, a_flat)]
+        want = [a.dtype.base_dtype for a in a_flat]
 
-        def body(i: Tensor, state: list[Tensor], accs: list[Tensor], shapes: list[Tensor]) -> list[Any]:
-            value = fn(pack_as(state_structure, state), pack_as(elems, _read(flat, i)))
+        def compute(i: Tensor, state: list[Tensor], tas: list[TensorArray]) -> tuple[Any, ...]:
+            value = fn(pack_as(state_structure, state), pack_as(elems, _read(elems_ta, i)))
             _assert_same_structure("scan", state_structure, value)
-            new_state = _results("scan", value, stacked.dtypes)
-            return [i - 1 if reverse else i + 1, new_state] + stacked.append(accs, shapes, new_state, at_front=reverse)
+            new_state = _results("scan", value, want)
+            tas = [ta.write(i, v) for ta, v in zip(tas, new_state)]
+            return (i - 1 if reverse else i + 1), new_state, tas
 
-        cond = (lambda i, *_: math.greater_equal(i, 0)) if reverse else (lambda i, *_: math.less(i, n))
-        _, _, accs, shapes = while_loop(
-            cond, body, [convert_to_tensor(start, dtype=dtypes.int32), first] + initial,
-            shape_invariants=[TensorShape([]), [v.shape for v in first]] + stacked.invariants(len(first)),
-            parallel_iterations=parallel_iterations, back_prop=back_prop, swap_memory=swap_memory,
-            maximum_iterations=n)
-        if initializer is not None:
-            stacked.static = [v.shape for v in first]  # the loop keeps the state's shape
-        return pack_as(state_structure, stacked.stack(accs, shapes, n_static, n, infer_shape))
+        if reverse:
+            start, cond = n - 1 - skip, (lambda i, *_: math.greater_equal(i, 0))
+        else:
+            start, cond = skip, (lambda i, *_: math.less(i, n))
+        _, _, r_a = while_loop(cond, compute, (convert_to_tensor(start, dtype=dtypes.int32), a_flat, accs_ta),
+                               parallel_iterations=parallel_iterations, back_prop=back_prop, swap_memory=swap_memory,
+                               maximum_iterations=n)
+        return pack_as(state_structure, _stacked(r_a, n_static))
 
 
 # -- foldl / foldr -----------------------------------------------------------------------------------------
@@ -272,9 +216,10 @@ def _fold(who: str, fn: Any, elems: Any, initializer: Any, parallel_iterations: 
     _check_fn(who, fn)
     with name_scope(name, who, [x for x in flatten(elems) if isinstance(x, Tensor)]):
         flat, _, n = _elements(who, elems)
+        elems_ta = _unstacked(flat, n)
         if initializer is None:
             state_structure = elems
-            state = _read(flat, n - 1 if from_end else 0)
+            state = _read(elems_ta, n - 1 if from_end else 0)
             start: Any = n - 1 if from_end else 1
         else:
             state_structure = initializer
@@ -284,7 +229,7 @@ def _fold(who: str, fn: Any, elems: Any, initializer: Any, parallel_iterations: 
 
         def body(i: Tensor, state: list[Tensor]) -> list[Any]:
             j = i - 1 if from_end else i
-            value = fn(pack_as(state_structure, state), pack_as(elems, _read(flat, j)))
+            value = fn(pack_as(state_structure, state), pack_as(elems, _read(elems_ta, j)))
             _assert_same_structure(who, state_structure, value)
             return [j if from_end else i + 1, _results(who, value, want)]
 

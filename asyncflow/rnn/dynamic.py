@@ -1,13 +1,15 @@
 """`af.nn.dynamic_rnn` and `af.nn.bidirectional_dynamic_rnn`, as TF1: one `while_loop` over time (`rnn/while/`),
 the cell called in its body (its variables made once, outside the loop, and reused every step).
 
-TF1 keeps the per-step inputs and outputs in TensorArrays; here the body reads step t of the
-time-major inputs with a gather and appends its output to a loop-carried accumulator, so the loop
-and its gradient are built from the ops the while-loop gradient already differentiates. The
-observable semantics are TF1's: `time_major`, nested inputs and states, `sequence_length` (outputs
-past a sequence's end are zeros and its state is carried through; the loop stops at the longest
-sequence and the outputs after it are zeros), `initial_state`, `parallel_iterations` (default 32),
-`swap_memory` accepted.
+As TF1's `_dynamic_rnn_loop`: the time-major inputs are unstacked into TensorArrays before the loop
+(`rnn/TensorArray_1`, named `rnn/dynamic_rnn/input_0` at run time), step t reads them
+(`rnn/while/TensorArrayReadV3`) and writes its output into another TensorArray carried in the loop
+variables, stacked after the loop (`rnn/TensorArrayStack/TensorArrayGatherV3`); time and memory are
+linear in the number of steps, forward and backward. The observable semantics are TF1's:
+`time_major`, nested inputs and states, `sequence_length` (outputs past a sequence's end are zeros
+and its state is carried through; the loop stops at the longest sequence, and the steps after it,
+never written, stack as zeros), `initial_state`, `parallel_iterations` (default 32), `swap_memory`
+passed to the loop.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from asyncflow.graph import Tensor, name_scope
 from asyncflow.ops import array, math
 from asyncflow.ops.math_reduce import reduce_max
 from asyncflow.ops.registry import convert_to_tensor
+from asyncflow.ops.tensor_array import TensorArray
 from asyncflow.rnn.cells import _flatten, _pack, _size_dims, _zero_state_tensors
 from asyncflow.rnn.static import _check_cell, batch_size_of, copy_through, initial_state_for, reverse_time_major
 from asyncflow.shapes import TensorShape
@@ -38,12 +41,8 @@ def _transpose_batch_time(x: Tensor) -> Tensor:
     return out
 
 
-def _state_invariants(state: Any) -> Any:
-    return _pack(state, [TensorShape(t.shape) for t in _flatten(state)])
-
-
-def _dynamic_rnn_loop(cell: Any, inputs: Any, state: Any, parallel_iterations: int, sequence_length: Any,
-                      dtype: Any) -> tuple[Any, Any]:
+def _dynamic_rnn_loop(cell: Any, inputs: Any, state: Any, parallel_iterations: int, swap_memory: bool,
+                      sequence_length: Any, dtype: Any) -> tuple[Any, Any]:
     flat_input = _flatten(inputs)
     flat_output_size = _flatten(cell.output_size)
     got_shapes = [x.shape for x in flat_input]
@@ -63,36 +62,37 @@ def _dynamic_rnn_loop(cell: Any, inputs: Any, state: Any, parallel_iterations: i
     else:
         loop_bound = time_steps
     time = convert_to_tensor(0, dtype=dtypes.int32, name="time")
-    empty = [array.zeros(array.concat([[0], array.shape(z, out_type=dtypes.int32)], 0), dtype=state_dtype)
-             for z in _flatten(zero_output)]
-    for e, size in zip(empty, flat_output_size):
-        e.set_shape([0, const_batch] + _size_dims(size))
+    with name_scope("dynamic_rnn") as base_name:
+        pass
 
-    def body(t: Tensor, accumulated: list[Tensor], state: Any) -> tuple:
+    def make_ta(name: str, element_shape: Any, dtype: Any) -> TensorArray:
+        return TensorArray(dtype, size=time_steps, element_shape=element_shape, tensor_array_name=base_name + name)
+
+    output_ta = [make_ta(f"output_{i}", TensorShape([const_batch] + _size_dims(size)), state_dtype)
+                 for i, size in enumerate(flat_output_size)]
+    input_ta = [make_ta(f"input_{i}", x.shape[1:], x.dtype.base_dtype) for i, x in enumerate(flat_input)]
+    input_ta = [ta.unstack(x) for ta, x in zip(input_ta, flat_input)]
+
+    def body(t: Tensor, output_ta_t: list[TensorArray], state: Any) -> tuple:
         step_input = []
-        for x, shape in zip(flat_input, got_shapes):
-            x_t = array.gather(x, t)
-            x_t.set_shape(shape.as_list()[1:])
+        for ta, shape in zip(input_ta, got_shapes):
+            x_t = ta.read(t)
+            x_t.set_shape(shape[1:])
             step_input.append(x_t)
         output, new_state = cell(_pack(inputs, step_input), state)
         if sequence_length is not None:
             output, new_state = copy_through(t, sequence_length, zero_output, state, output, new_state)
-        grown = [array.concat([acc, array.expand_dims(out, 0)], 0) for acc, out in zip(accumulated, _flatten(output))]
-        return t + 1, grown, new_state
+        return t + 1, [ta.write(t, out) for ta, out in zip(output_ta_t, _flatten(output))], new_state
 
-    invariants = [time.shape, [TensorShape([None] + e.shape.as_list()[1:]) for e in empty], _state_invariants(state)]
-    _, accumulated, final_state = while_loop(lambda t, *_: math.less(t, loop_bound), body, [time, empty, state],
-                                             shape_invariants=invariants, parallel_iterations=parallel_iterations,
-                                             maximum_iterations=time_steps)
+    # Steps after the longest sequence are never written: stacking reads them as zeros (TF1's TensorArray).
+    _, output_final_ta, final_state = while_loop(lambda t, *_: math.less(t, loop_bound), body,
+                                                 [time, output_ta, state], parallel_iterations=parallel_iterations,
+                                                 maximum_iterations=time_steps, swap_memory=swap_memory)
     outputs = []
-    for acc, size in zip(accumulated, flat_output_size):
-        acc = array.identity(acc)  # the loop's exit keeps its invariant shape (the gradient loop relies on it)
-        if sequence_length is not None:  # steps after the longest sequence: zeros, as TF's TensorArray gives
-            missing = array.concat([array.expand_dims(time_steps - array.shape(acc, out_type=dtypes.int32)[0], 0),
-                                    array.shape(acc, out_type=dtypes.int32)[1:]], 0)
-            acc = array.concat([acc, array.zeros(missing, dtype=acc.dtype.base_dtype)], 0)
-        acc.set_shape([const_time, const_batch] + _size_dims(size))
-        outputs.append(acc)
+    for ta, size in zip(output_final_ta, flat_output_size):
+        out = ta.stack()
+        out.set_shape([const_time, const_batch] + _size_dims(size))
+        outputs.append(out)
     return _pack(cell.output_size, outputs), final_state
 
 
@@ -114,7 +114,7 @@ def dynamic_rnn(cell: Any, inputs: Any, sequence_length: Any = None, initial_sta
         batch_size = batch_size_of(flat_input, 1)
         state = initial_state_for(cell, initial_state, batch_size, dtype)
         outputs, final_state = _dynamic_rnn_loop(cell, _pack(inputs, flat_input), state, parallel_iterations or 32,
-                                                 sequence_length, dtype)
+                                                 swap_memory, sequence_length, dtype)
         if not time_major:
             outputs = _pack(outputs, [_transpose_batch_time(o) for o in _flatten(outputs)])
         return outputs, final_state

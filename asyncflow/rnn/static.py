@@ -13,7 +13,7 @@ from asyncflow import dtypes
 from asyncflow.graph import Tensor, name_scope
 from asyncflow.ops import array, math
 from asyncflow.ops.math_reduce import range as range_op
-from asyncflow.ops.math_reduce import where_v2
+from asyncflow.ops.math_reduce import where, where_v2
 from asyncflow.ops.registry import convert_to_tensor
 from asyncflow.rnn.cells import _flatten, _pack, _zero_state_tensors, map_structure
 from asyncflow.variable_scope import variable_scope
@@ -29,13 +29,11 @@ def copy_through(time: Any, sequence_length: Tensor, zero_output: Any, old_state
                  new_state: Any) -> tuple[Any, Any]:
     """TF1's `_rnn_step` without its shortcuts: past a sequence's length, zero output and the old state."""
     finished = math.greater_equal(convert_to_tensor(time, dtype=dtypes.int32), sequence_length)
-    rows = array.expand_dims(finished, 1)
 
     def pick(old: Any, new: Any) -> Tensor:
-        new = convert_to_tensor(new)
-        picked = where_v2(rows, old, new) if new.shape.ndims != 1 else where_v2(finished, old, new)
-        picked.set_shape(new.shape)
-        return picked
+        # TF1's v1 `where` (Select): a row per batch entry, and the static shape of `new` (no batch size
+        # learnt from `sequence_length`), so dynamic_rnn's TensorArray infers TF1's element shape
+        return where(finished, old, convert_to_tensor(new))
 
     return map_structure(pick, zero_output, output), map_structure(pick, old_state, new_state)
 

@@ -52,6 +52,19 @@ def test_map_fn_values_shapes_and_names():
     assert _run(y, {x: np.zeros((0, 3), np.float32)}).shape == (0, 3)  # no elements: an empty [0, 3]
 
 
+def test_map_fn_moves_values_through_tensor_arrays():
+    """As TF1 (names checked against TF 2.21 with v1 control flow): elems unstacked into a TensorArray before the
+    loop, element i read and result i written inside it, the results stacked after it; strings too."""
+    out = af.map_fn(lambda s: af.string_join([s, "!"]), af.constant(["a", "bc"]))
+    graph = af.get_default_graph()
+    assert sorted(op.name for op in graph.get_operations() if op.type.startswith("TensorArray")) == [
+        "map/TensorArray", "map/TensorArrayStack/TensorArrayGatherV3",
+        "map/TensorArrayUnstack/TensorArrayScatter/TensorArrayScatterV3", "map/TensorArray_1",
+        "map/while/TensorArrayReadV3", "map/while/TensorArrayWrite/TensorArrayWriteV3"]
+    assert not any(op.type == "ConcatV2" for op in graph.get_operations())  # no accumulator growing per step
+    assert list(_run(out)) == [b"a!", b"bc!"]
+
+
 def test_map_fn_nested_elems_and_dtype():
     a, b = af.constant(X), af.constant(Y)
     out = af.map_fn(lambda p: (af.reduce_sum(p[0]) * p[1], af.cast(p[1] > 0, af.int32)), (a, b),
@@ -91,7 +104,9 @@ def test_map_fn_results_of_unknown_shape_must_agree():
     loose = af.map_fn(lambda k: af.range(k), v, infer_shape=False)
     assert loose.shape.ndims is None  # as TF1: no shape inferred
     with af.Session() as sess:
-        with pytest.raises(af.errors.InvalidArgumentError, match="result has shape"):
+        # TF1's TensorArray message (the results are written to a TensorArray that inferred the first one's shape)
+        with pytest.raises(af.errors.InvalidArgumentError, match="incompatible with the TensorArray's inferred element "
+                                                                 "shape: \\[2\\]"):
             sess.run(out, {v: [2, 3]})
         with pytest.raises(af.errors.InvalidArgumentError):
             sess.run(loose, {v: [2, 3]})

@@ -152,6 +152,30 @@ def test_sequence_length_zeroes_outputs_and_copies_state_static_and_dynamic():
     assert len({v.op.name for v in af.trainable_variables()}) == 4  # one set, shared by both unrollings
 
 
+def test_dynamic_rnn_tensor_arrays_names_and_unwritten_steps():
+    """TF1's loop: inputs unstacked into a TensorArray, read at step t, outputs written and stacked (names, the
+    run-time array names and static shapes checked against TF 2.21 with v1 control flow). With a dynamic batch
+    and every sequence shorter than the input, the steps never run stack as zeros, with no gradient."""
+    x = af.placeholder(af.float32, [None, TIME, DEPTH])
+    outputs, state = af.nn.dynamic_rnn(af.nn.rnn_cell.GRUCell(UNITS), x, sequence_length=[2, 3], dtype=af.float32)
+    assert outputs.shape.as_list() == [None, TIME, UNITS] and state.shape.as_list() == [None, UNITS]
+    graph = af.get_default_graph()
+    arrays = {op.name: op.get_attr("tensor_array_name") for op in graph.get_operations() if op.type == "TensorArrayV3"}
+    assert arrays == {"rnn/TensorArray": "rnn/dynamic_rnn/output_0", "rnn/TensorArray_1": "rnn/dynamic_rnn/input_0"}
+    names = {op.name for op in graph.get_operations()}
+    assert {"rnn/TensorArrayStack/TensorArrayGatherV3", "rnn/while/TensorArrayReadV3", "rnn/while/Select",
+            "rnn/while/TensorArrayWrite/TensorArrayWriteV3",
+            "rnn/TensorArrayUnstack/TensorArrayScatter/TensorArrayScatterV3"} <= names
+    assert not any(op.type == "ConcatV2" and "Cell" not in op.name and "cell" not in op.name
+                   for op in graph.get_operations() if op.name.startswith("rnn/while/"))  # no growing accumulator
+    (g_x,) = af.gradients(af.reduce_sum(outputs) + af.reduce_sum(state), [x])
+    sess = af.Session()
+    sess.run(af.global_variables_initializer())
+    out, gx = sess.run([outputs, g_x], {x: X[:2]})
+    assert out.shape == (2, TIME, UNITS) and not out[:, 3:].any() and not out[0, 2:].any() and out[1, 2].any()
+    assert not gx[:, 3:].any() and not gx[0, 2:].any() and gx[1, 2].any()
+
+
 def test_dynamic_rnn_equals_static_rnn_time_major_and_initial_state():
     cell = af.nn.rnn_cell.BasicLSTMCell(UNITS)
     init = cell.zero_state(BATCH, af.float32)
