@@ -95,9 +95,7 @@ class Tensor:
         return list(self._consumers)
 
     def eval(self, feed_dict: dict | None = None, session: Any = None) -> Any:
-        from asyncflow.session import _session_for
-
-        return _session_for(self, session).run(self, feed_dict)
+        return run_in_session(self, feed_dict, session)
 
     def __repr__(self) -> str:
         return f"<af.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
@@ -206,9 +204,7 @@ class Operation:
         return tuple(self._outputs)
 
     def run(self, feed_dict: dict | None = None, session: Any = None) -> None:
-        from asyncflow.session import _session_for
-
-        _session_for(self, session).run(self, feed_dict)
+        run_in_session(self, feed_dict, session)
 
     def __repr__(self) -> str:
         return f"<af.Operation '{self._name}' type={self._type}>"
@@ -567,9 +563,37 @@ class Graph:
 
     # Graph serialisation lives in asyncflow.serialization; these are TF's entry points.
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> dict:
-        from asyncflow.serialization import graph_to_document
+        if _graph_to_document is None:
+            raise RuntimeError("no serialization module is loaded: import asyncflow")
+        return _graph_to_document(self)
 
-        return graph_to_document(self)
+
+# -- hooks: modules above this one register what the graph model's entry points call -------------------------
+_graph_to_document: Callable[[Graph], dict] | None = None
+
+
+def register_graph_serializer(to_document: Callable[[Graph], dict]) -> None:
+    """Called once by asyncflow.serialization, which sits above the graph model (it reads the op registry)."""
+    global _graph_to_document
+    _graph_to_document = to_document
+
+
+# -- evaluation: the session module sits above this one and registers how to find a session ------------------
+_session_for: Callable[[Any, Any], Any] | None = None
+
+
+def register_session_lookup(lookup: Callable[[Any, Any], Any]) -> None:
+    """Called once by asyncflow.session: `lookup(element, session)` gives the session that runs `element`
+    (`session`, or the default one), so `Tensor.eval` and `Operation.run` need not import the session."""
+    global _session_for
+    _session_for = lookup
+
+
+def run_in_session(element: Any, feed_dict: dict | None = None, session: Any = None) -> Any:
+    """`element.eval()` / `op.run()`: runs `element` in `session` or the default session."""
+    if _session_for is None:
+        raise RuntimeError("no session module is loaded: import asyncflow")
+    return _session_for(element, session).run(element, feed_dict)
 
 
 # -- the default graph ------------------------------------------------------------------------

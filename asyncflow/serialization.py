@@ -44,7 +44,7 @@ import orjson
 import pyarrow as pa
 
 from asyncflow import dtypes
-from asyncflow.graph import Graph, Operation, Tensor
+from asyncflow.graph import Graph, Operation, Tensor, register_graph_serializer
 from asyncflow.shapes import TensorShape
 
 FORMAT = "asyncflow.graph/1"
@@ -380,6 +380,9 @@ def document_to_parts(document: dict) -> tuple[dict, list[bytes]]:
 def graph_to_document(graph: Graph) -> dict:
     """`Graph.as_graph_def()`: the graph as a self-contained, JSON-able document."""
     return parts_to_document(*graph_to_parts(graph))
+
+
+register_graph_serializer(graph_to_document)
 
 
 def to_json(graph_def: dict) -> bytes:

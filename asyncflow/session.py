@@ -26,7 +26,7 @@ from asyncflow.exec.executor import Plan, Step, compile_plan
 from asyncflow.exec.frames import FrameStep
 from asyncflow.exec.resources import ResourceContainer
 from asyncflow.gradients import IndexedSlices, IndexedSlicesValue
-from asyncflow.graph import Graph, Operation, Tensor, get_default_graph
+from asyncflow.graph import Graph, Operation, Tensor, get_default_graph, register_session_lookup
 from asyncflow.sparse_tensor import SparseTensor, SparseTensorValue
 
 _session_ids = itertools.count(1)
@@ -650,4 +650,7 @@ def _session_for(element: Any, session: BaseSession | None) -> BaseSession:
         raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph is different "
                          "from the session's graph.")
     return session
+
+
+register_session_lookup(_session_for)
 

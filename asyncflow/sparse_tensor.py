@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from asyncflow import dtypes
-from asyncflow.graph import Graph, Operation, Tensor, name_scope
+from asyncflow.graph import Graph, Operation, Tensor, name_scope, run_in_session
 from asyncflow.ops.registry import constant_value_as_shape, convert_to_tensor
 from asyncflow.shapes import TensorShape, as_shape
 
@@ -101,9 +101,7 @@ class SparseTensor:
 
     def eval(self, feed_dict: dict | None = None, session: Any = None) -> SparseTensorValue:
         """Runs the three tensors in `session` (or the default one); a `SparseTensorValue`."""
-        from asyncflow.session import _session_for  # as Tensor.eval: the session sits above this module
-
-        return _session_for(self, session).run(self, feed_dict)
+        return run_in_session(self, feed_dict, session)
 
     def __repr__(self) -> str:
         return f"SparseTensor(indices={self._indices!r}, values={self._values!r}, dense_shape={self._dense_shape!r})"

@@ -19,6 +19,7 @@ from asyncflow.graph import (
     get_collection,
     get_default_graph,
     name_scope,
+    run_in_session,
 )
 from asyncflow.ops import state
 from asyncflow.ops.array import identity
@@ -171,9 +172,7 @@ class Variable:
         return _tuple([self._snapshot], control_inputs=[self._initializer_op])[0]
 
     def load(self, value: Any, session: Any = None) -> None:
-        from asyncflow.session import _session_for
-
-        _session_for(self._variable, session).run(self._initializer_op, {self._initial_value: value})
+        run_in_session(self._initializer_op, {self._initial_value: value}, session)
 
     def assign(self, value: Any, use_locking: bool = False, name: str | None = None, read_value: bool = True):
         out = state.assign_op(self._variable, value, use_locking=use_locking, name=name or "Assign")
