@@ -193,6 +193,12 @@ def _build_varied_graph():
             scattered = af.scatter_add(v, [0, 0], np.full((2, 3), 0.5, np.float32))
         with af.control_dependencies([scattered]):
             scattered = af.scatter_sub(v, [1], np.full((1, 3), 4.0, np.float32))
+        for update in (af.scatter_mul, af.scatter_div, af.scatter_max, af.scatter_min):
+            with af.control_dependencies([scattered]):
+                scattered = update(v, [1], np.full((1, 3), 2.0, np.float32))
+        for update in (af.scatter_nd_update, af.scatter_nd_add, af.scatter_nd_sub):
+            with af.control_dependencies([scattered]):
+                scattered = update(v, [[0, 1]], np.array([3.0], np.float32))
     flags = af.stack([af.is_variable_initialized(v), af.is_variable_initialized(w)], name="flags")
     late = af.no_op(name="late")
     refined.op._add_control_input(late)  # a control edge to a later node: order must survive
