@@ -137,6 +137,9 @@ def _add_grad(op: Any, grad: Tensor) -> list[Tensor]:
     return [unbroadcast(grad, x), unbroadcast(grad, y)]
 
 
+# TF builds `Add` rather than AddV2 for strings (`x + y` concatenates them elementwise).
+StringAdd = _binary("Add", operator.add, (dtypes.string,), differentiable=False)
+
 Sub = _binary("Sub", operator.sub, NUMERIC)
 
 
@@ -403,7 +406,15 @@ def _gen_unary(opdef: OpDef, py_name: str) -> Callable[..., Tensor]:
     return api
 
 
-add = _binary_api(AddV2, "Add")
+_add_numeric = _binary_api(AddV2, "Add")
+_add_strings = _binary_api(StringAdd, "Add")
+
+
+def add(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """`af.add(x, y)`: elementwise x + y (op `AddV2`; `Add`, concatenation, for strings, as TF)."""
+    is_string = getattr(getattr(x, "dtype", None), "base_dtype", None) == dtypes.string or \
+        isinstance(x, (str, bytes)) or (isinstance(x, (list, tuple)) and x and isinstance(x[0], (str, bytes)))
+    return (_add_strings if is_string else _add_numeric)(x, y, name=name)
 subtract = _gen_binary(Sub, "subtract")
 multiply = _gen_binary(Mul, "multiply")
 realdiv = _gen_binary(RealDiv, "realdiv")

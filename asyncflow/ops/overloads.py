@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from asyncflow import dtypes
 from asyncflow.graph import Tensor, name_scope
 from asyncflow.ops import array, math
 from asyncflow.ops.registry import OPS, convert_to_tensor
@@ -47,7 +48,8 @@ def _raise_mismatch(op_name: str, x: Tensor, y: Any) -> Any:
 
 
 _BINARY = {
-    "add": ("__add__", "__radd__", _by_type("AddV2")),
+    "add": ("__add__", "__radd__", lambda x, y, name: OPS["Add" if x.dtype.base_dtype == dtypes.string
+                                                          else "AddV2"](x, y, name=name)),
     "sub": ("__sub__", "__rsub__", _by_type("Sub")),
     "mul": ("__mul__", "__rmul__", _by_type("Mul")),
     "truediv": ("__truediv__", "__rtruediv__", lambda x, y, name: math.truediv(x, y, name=name)),

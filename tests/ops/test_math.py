@@ -77,6 +77,8 @@ def sigmoid_ref(x):
 
 CASES = [
     Case("add_broadcast", ("AddV2",), lambda af: af.add(X, Y), lambda: X + Y, static_shape=[2, 3]),
+    Case("add_strings_concatenate", ("Add",), lambda af: [af.constant([b"ab", b"c"]) + b"x", af.add(b"p", [b"q", b""])],
+         [np.array([b"abx", b"cx"], dtype=object), np.array([b"pq", b"p"], dtype=object)]),
     Case("sub_int", ("Sub",), lambda af: af.subtract([1, 2], 3), np.array([-2, -1], np.int32)),
     Case("mul_f64", ("Mul",), lambda af: af.multiply(X.astype(np.float64), 2.0),
          lambda: X.astype(np.float64) * 2.0),
