@@ -6,6 +6,7 @@ from asyncflow.ops.nn_extra import *
 from asyncflow.ops.nn_more import *
 from asyncflow.ops.nn_norm import *
 from asyncflow.ops.nn_ops import *
+from asyncflow.ops.nn_pool_extra import *
 from asyncflow.ops.nn_sampling import *
 from asyncflow.rnn import rnn_cell as rnn_cell
 from asyncflow.rnn.dynamic import *

@@ -22,13 +22,12 @@ from asyncflow.ops.math_more import div_no_nan
 from asyncflow.ops.nn_conv import _convert_padding, _get_sequence, _pool_api, avg_pool, max_pool_op
 from asyncflow.ops.nn_conv_backprop import conv2d_backprop_filter_op, conv2d_backprop_input_op
 from asyncflow.ops.nn_conv_extra import (
-    avg_pool1d,
     depthwise_conv2d_native_backprop_filter_op,
     depthwise_conv2d_native_backprop_input_op,
-    max_pool1d,
 )
 from asyncflow.ops.nn_extra import swish
 from asyncflow.ops.nn_norm import batch_normalization
+from asyncflow.ops.nn_pool_extra import avg_pool1d, max_pool1d
 from asyncflow.ops.registry import convert_to_tensor
 
 __all__ = [
