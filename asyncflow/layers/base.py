@@ -19,7 +19,7 @@ import weakref
 from typing import Any
 
 from asyncflow import dtypes
-from asyncflow.graph import Graph, GraphKeys, add_to_collection, add_to_collections, get_default_graph
+from asyncflow.graph import Graph, GraphKeys, Tensor, add_to_collection, add_to_collections, get_default_graph
 from asyncflow.graph import name_scope as name_scope_op
 from asyncflow.layers.input_spec import InputSpec, assert_input_compatibility
 from asyncflow.ops import array, math
@@ -177,6 +177,8 @@ class Layer:
         """Adds update ops to the layer and to UPDATE_OPS (what a train op must depend on)."""
         updates = list(updates) if isinstance(updates, (list, tuple)) else [updates]
         updates = [u() if callable(u) else u for u in updates]
+        # TF1 keeps the update's op, not its tensor (running UPDATE_OPS gives None each, as for any op)
+        updates = [u.op if isinstance(u, Tensor) else u for u in updates]
         self._updates.extend(updates)
         collection = get_default_graph().get_collection_ref(GraphKeys.UPDATE_OPS)
         for u in updates:

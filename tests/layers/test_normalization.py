@@ -22,7 +22,7 @@ FUSED_MOVING_VARIANCE = np.array([0.9503627, 0.9789608, 1.0569044], np.float32)
 PLAIN_MOVING_MEAN = np.array([0.00641805, 0.0027166, 0.01959202], np.float32)
 PLAIN_MOVING_VARIANCE = np.array([1.1279478, 1.0181422, 0.97050446], np.float32)
 # Checked against TF 2.21: names of the ops a training call adds to UPDATE_OPS and of the composite path's ops.
-UPDATE_NAMES = ["batch_normalization/AssignMovingAvg:0", "batch_normalization/AssignMovingAvg_1:0"]
+UPDATE_NAMES = ["batch_normalization/AssignMovingAvg", "batch_normalization/AssignMovingAvg_1"]  # Operations, as TF1
 COMPOSITE_OPS = ["moments/mean", "moments/variance", "moments/Squeeze", "moments/Squeeze_1", "AssignMovingAvg/decay",
                  "AssignMovingAvg/sub", "AssignMovingAvg/mul", "AssignMovingAvg", "AssignMovingAvg_1/decay",
                  "AssignMovingAvg_1", "batchnorm/Rsqrt", "batchnorm/add_1"]
@@ -160,7 +160,7 @@ def test_regularizers_reuse_and_names():
     assert [t.name for t in af.get_collection(af.GraphKeys.REGULARIZATION_LOSSES)] == [
         "bn/gamma/Regularizer/L2Loss:0", "bn/beta/Regularizer/L2Loss:0"]
     assert [u.name for u in af.get_collection(af.GraphKeys.UPDATE_OPS)] == [
-        "bn_1/AssignMovingAvg:0", "bn_1/AssignMovingAvg_1:0"]
+        "bn_1/AssignMovingAvg", "bn_1/AssignMovingAvg_1"]
     assert af.layers.BatchNorm is af.layers.BatchNormalization
 
 

@@ -96,8 +96,6 @@ def test_dcgan(dcgan_run):
     assert out["globals"] == sorted(slots + moving + ['beta1_power', 'beta1_power_1', 'beta2_power', 'beta2_power_1'])
 
 
-@pytest.mark.xfail(strict=True, reason="asyncflow/layers/base.py Layer.add_update puts the moving-average "
-                   "Tensors in UPDATE_OPS; TF's layers put their Operations (base_layer_v1 add_update: x.op)")
 def test_dcgan_update_ops(dcgan_run):
     bn = ['generator/batch_normalization', 'generator/batch_normalization_1', 'discriminator/batch_normalization',
           'discriminator_1/batch_normalization']  # the discriminator's second call adds its own updates
