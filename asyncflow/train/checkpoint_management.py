@@ -123,10 +123,17 @@ def generate_checkpoint_state_proto(save_dir: str, model_checkpoint_path: str,
                                     all_model_checkpoint_paths: list[str] | None = None,
                                     all_model_checkpoint_timestamps: list[float] | None = None,
                                     last_preserved_timestamp: float | None = None) -> CheckpointState:
-    """The state naming `model_checkpoint_path` last; paths stay absolute or relative as given."""
+    """The state naming `model_checkpoint_path` last. As TF1: when `save_dir` is relative, relative paths
+    (which are relative to the working directory, like `save_dir`) are rewritten relative to `save_dir`,
+    since that is what a reader joins them to; absolute paths stay as given."""
     paths = list(all_model_checkpoint_paths or [])
     if not paths or paths[-1] != model_checkpoint_path:
         paths.append(model_checkpoint_path)
+    if not os.path.isabs(save_dir):
+        def under_dir(p: str) -> str:
+            return p if os.path.isabs(p) else os.path.relpath(p, save_dir or ".")
+
+        model_checkpoint_path, paths = under_dir(model_checkpoint_path), [under_dir(p) for p in paths]
     return CheckpointState(model_checkpoint_path, paths, list(all_model_checkpoint_timestamps or []),
                            last_preserved_timestamp or 0.0)
 

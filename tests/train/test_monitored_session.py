@@ -48,14 +48,25 @@ def test_chief_trains_until_the_stop_hook_and_checkpoints(tmp_path):
     assert af.get_default_graph().finalized
 
 
-def test_a_new_session_resumes_from_the_latest_checkpoint(tmp_path):
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute", "relative-dir-from-another-cwd"])
+def test_a_new_session_resumes_from_the_latest_checkpoint(tmp_path, monkeypatch, relative):
+    """With a relative checkpoint_dir ("run1"), the state file records paths relative to it (as TF1), so a
+    reader that joins it to the directory finds the checkpoint (it once looked in run1/run1/)."""
+    if relative:
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "nested").mkdir()
+    directory = "run1" if relative else str(tmp_path)
     train, loss, w, step = _model()
-    with af.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_steps=5,
+    with af.train.MonitoredTrainingSession(checkpoint_dir=directory, save_checkpoint_steps=5,
                                            hooks=[af.train.StopAtStepHook(last_step=12)]) as sess:
         while not sess.should_stop():
             sess.run(train)
         w_at_12 = sess.run(w)
-    with af.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_steps=5,
+    if relative:  # another working directory, the same checkpoint directory named relative to it
+        monkeypatch.chdir(tmp_path / "nested")
+        directory = "../run1"
+        assert af.train.latest_checkpoint(directory) == "../run1/model.ckpt-12"
+    with af.train.MonitoredTrainingSession(checkpoint_dir=directory, save_checkpoint_steps=5,
                                            hooks=[af.train.StopAtStepHook(num_steps=3)]) as sess:
         assert sess.run(step) == 12
         np.testing.assert_array_equal(sess.run(w), w_at_12)

@@ -16,21 +16,22 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "train_digits.py"
 
 
-def run(*args: str) -> tuple[dict, str]:
+def run(*args: str, cwd: Path = SCRIPT.parents[1]) -> tuple[dict, str]:
     proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120,
-                          cwd=SCRIPT.parents[1])
+                          cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     return json.loads(lines[-1]), proc.stdout
 
 
 def test_trains_to_95_percent_and_resumes_from_the_saved_global_step(tmp_path):
-    ckpt = str(tmp_path / "ckpt")
-    first, _ = run("--epochs", "3", "--checkpoint-dir", ckpt)  # with the progress bar (on stderr)
+    ckpt = "runs/ckpt"  # relative to the working directory, as the README's example (TF1 records it relative to it)
+    first, _ = run("--epochs", "3", "--checkpoint-dir", ckpt, cwd=tmp_path)  # with the progress bar (on stderr)
     assert first["global_step"] > 0 and first["epochs"] == 3
-    assert (tmp_path / "ckpt" / "checkpoint").exists()
+    state = (tmp_path / "runs" / "ckpt" / "checkpoint").read_text()
+    assert f'model_checkpoint_path: "model.ckpt-{first["global_step"]}"' in state
 
-    resumed, out = run("--epochs", "6", "--checkpoint-dir", ckpt, "--resume", "--no-progress")
+    resumed, out = run("--epochs", "6", "--checkpoint-dir", ckpt, "--resume", "--no-progress", cwd=tmp_path)
     assert f"at global step {first['global_step']}" in out
     assert "epoch   4" in out and "epoch   1" not in out
     assert resumed["global_step"] == 2 * first["global_step"]
