@@ -98,6 +98,13 @@ from asyncflow import image as image
 from asyncflow import sparse as sparse
 from asyncflow import strings as strings
 
+from asyncflow import data as data
+from asyncflow import summary as summary
+from asyncflow import app as app
+from asyncflow import flags as flags
+from asyncflow import logging as logging
+from asyncflow import gfile as gfile
+
 from asyncflow import math as math  # the TF1 namespaces of aliases last: they bind names defined above
 from asyncflow import bitwise as bitwise
 from asyncflow import manip as manip

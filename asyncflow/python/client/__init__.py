@@ -1,0 +1,1 @@
+"""`asyncflow.python.client`."""
