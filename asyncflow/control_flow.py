@@ -23,6 +23,7 @@ from asyncflow.ops import math
 from asyncflow.ops.array import identity
 from asyncflow.ops.registry import convert_to_tensor
 from asyncflow.ops.tensor_array import TensorArray
+from asyncflow.serialization import register_context_kind
 from asyncflow.shapes import TensorShape, as_shape
 
 
@@ -54,6 +55,12 @@ def pack_as(structure: Any, flat: Sequence[Any]) -> Any:
 # -- contexts ---------------------------------------------------------------------------------------
 class _Context:
     """What ops built inside a branch or loop need: capturing outside tensors, and a pivot."""
+
+    kind = ""  # a graph document's name for this kind of context ("" for kinds documents do not record)
+    # What a graph document records of a context besides its scope, outer context, member ops and captures
+    # (asyncflow/serialization.py writes, checks and resolves them): attribute -> "tensor", "tensors", "op",
+    # "int", "bool" or "str", with a trailing "?" when it may be None.
+    fields: dict[str, str] = {}
 
     def __init__(self, outer: _Context | None, scope: str):
         self.outer = outer
@@ -99,6 +106,24 @@ class _Context:
         that is live only when the branch is taken (cond) or the body runs (loop)."""
         return not inputs
 
+    def to_dict(self) -> dict[str, Any]:
+        """What a graph document records: the `fields`, and "captured" as (outside, inside) pairs; tensors and
+        ops as objects (the document names them)."""
+        return {**{k: getattr(self, k) for k in self.fields}, "captured": list(self._captured.items())}
+
+    @classmethod
+    def from_dict(cls, outer: _Context | None, scope: str, values: dict[str, Any]) -> _Context:
+        """The context `to_dict` recorded, rebuilt around an imported graph's tensors and ops."""
+        ctx = cls._rebuilt(outer, scope, values)
+        for k in cls.fields:
+            setattr(ctx, k, values[k])
+        ctx._captured = dict(values["captured"])
+        return ctx
+
+    @classmethod
+    def _rebuilt(cls, outer: _Context | None, scope: str, values: dict[str, Any]) -> _Context:
+        raise NotImplementedError
+
     @contextlib.contextmanager
     def entered(self, pivot: Operation) -> Iterator[None]:
         graph = get_default_graph()
@@ -111,10 +136,20 @@ class _Context:
 
 
 class _CondContext(_Context):
+    kind = "cond"
+    fields = {"pred": "tensor", "branch": "int", "merges": "tensors"}
+
     def __init__(self, outer: _Context | None, scope: str, pred: Tensor, branch: int):
         super().__init__(outer, scope)
         self.pred = pred
         self.branch = branch
+        self.merges: list[Tensor] = []  # the cond's outputs (set once both branches are built)
+
+    @classmethod
+    def _rebuilt(cls, outer: _Context | None, scope: str, values: dict[str, Any]) -> _Context:
+        for m in values["merges"]:  # what the Merge's gradient reads (the cond builder sets it)
+            m.op._cond_pred = values["pred"]
+        return cls(outer, scope, values["pred"], values["branch"])
 
     def _make_capture(self, t: Tensor) -> Tensor:
         switch = cf.ref_switch_op if t.dtype.is_ref_dtype else cf.switch_op
@@ -122,10 +157,18 @@ class _CondContext(_Context):
 
 
 class _WhileContext(_Context):
+    kind = "while"
+    fields = {"frame_name": "str", "parallel_iterations": "int", "back_prop": "bool", "has_counter": "bool",
+              "pred": "tensor?", "enters": "tensors", "merges": "tensors", "exits": "tensors",
+              "identities": "tensors", "next_iterations": "tensors", "count": "tensor?",
+              "count_identity": "tensor?", "count_next": "op?"}
+
     def __init__(self, outer: _Context | None, scope: str, frame_name: str, parallel_iterations: int):
         super().__init__(outer, scope)
         self.frame_name = frame_name
         self.parallel_iterations = parallel_iterations
+        self.back_prop = True
+        self.has_counter = False  # loop variable 0 is maximum_iterations' counter
         # The loop's structure, recorded by while_loop for the gradient (loop variable j: enters[j] ->
         # merges[j] -> switches[j] -> exits[j] / identities[j] -> body -> next_iterations[j]).
         self.enters: list[Tensor] = []
@@ -140,6 +183,10 @@ class _WhileContext(_Context):
 
     def finish(self, next_iterations: list[Tensor]) -> None:
         """Called once the loop is closed (the gradient's loop orders its stack pops here)."""
+
+    @classmethod
+    def _rebuilt(cls, outer: _Context | None, scope: str, values: dict[str, Any]) -> _Context:
+        return cls(outer, scope, values["frame_name"], values["parallel_iterations"])
 
     def only_invariants(self, inputs: list[Tensor]) -> bool:
         # A loop-invariant (constant Enter) is live in every iteration, including the last, where the
@@ -187,7 +234,7 @@ def cond(pred: Any, true_fn: Callable[[], Any] | None = None, false_fn: Callable
         pivot_t = identity(p_true, name="switch_t")
         pivot_f = identity(p_false, name="switch_f")
         pred_id = identity(pred, name="pred_id")
-        results = []
+        results, contexts = [], []
         for branch, fn, pivot in ((1, true_fn, pivot_t), (0, false_fn, pivot_f)):
             ctx = _CondContext(outer, scope, pred_id, branch)
             ctx._captured[pred_id] = pivot  # the predicate seen from inside a branch
@@ -196,6 +243,7 @@ def cond(pred: Any, true_fn: Callable[[], Any] | None = None, false_fn: Callable
             with ctx.entered(pivot.op):
                 flat = [_branch_output(ctx, v) for v in flatten(value)] if value is not None else []
             results.append((value, flat))
+            contexts.append(ctx)
         (value_t, flat_t), (value_f, flat_f) = results
         if len(flat_t) != len(flat_f):
             raise ValueError(f"cond: true_fn and false_fn must return the same structure, got {len(flat_t)} and "
@@ -208,6 +256,8 @@ def cond(pred: Any, true_fn: Callable[[], Any] | None = None, false_fn: Callable
             m = cf.merge_op([f, t], name="Merge")[0]
             m.op._cond_pred = pred_id  # the gradient sends Merge's gradient down the taken branch
             merged.append(m)
+        for ctx in contexts:
+            ctx.merges = merged
         if value_t is None:
             return None
         out = pack_as(value_t, merged)
@@ -412,5 +462,8 @@ def _check_invariant(merge: Tensor, next_value: Tensor, enter: Tensor) -> None:
             f"after one iteration. To allow the shape to vary across iterations, use the `shape_invariants` "
             f"argument of af.while_loop to specify a less-specific shape.")
 
+
+register_context_kind(_CondContext)
+register_context_kind(_WhileContext)
 
 __all__ = ["cond", "case", "while_loop"]

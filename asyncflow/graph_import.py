@@ -5,8 +5,10 @@ First every node is checked on its own (op type known, attrs well-tagged and of 
 types, input count, recorded output dtypes) and against the others (inputs exist, dtypes match,
 no cycle); nothing is added to the graph but the name scope and converted `input_map` values.
 Then the ops are created with `Graph.create_op` in document order (or the nearest topological
-order), each shape function re-run and merged with the recorded shapes; if that fails part-way,
-the ops already added are taken back.
+order), each shape function re-run and merged with the recorded shapes, and the document's cond
+and while contexts (checked in the first phase too) rebuilt around them, so that `af.gradients`
+differentiates an imported loop or cond as it would the original; if that fails part-way, the ops
+already added are taken back.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from asyncflow.device import DeviceSpec
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph
 from asyncflow.ops.registry import OPS, REQUIRED, ArgSpec, BuildContext, OpDef, TypeList
 from asyncflow.serialization import (
+    CONTEXT_KINDS,
     FORMAT,
     PRODUCER_VERSION,
     BytesLike,
@@ -144,7 +147,18 @@ def _parse_node(i: int, raw: Any, decoder: _Decoder) -> _Node:
     return _Node(i, name, opdef, data, control, device, attrs, out_types, shapes, expected)
 
 
-def _open_document(graph_def: Any, buffers: Sequence[BytesLike] | None) -> tuple[list[Any], _Decoder]:
+@dataclass
+class _ContextRecord:
+    """One control-flow context of a document, checked: tensors as (node, index), ops as node names."""
+
+    cls: Any
+    scope: str
+    outer: int | None
+    ops: list[str]
+    values: dict[str, Any]
+
+
+def _open_document(graph_def: Any, buffers: Sequence[BytesLike] | None) -> tuple[list[Any], Any, _Decoder]:
     if isinstance(graph_def, (bytes, bytearray, memoryview, str)):
         graph_def = from_json(graph_def)
     if not isinstance(graph_def, dict):
@@ -164,13 +178,80 @@ def _open_document(graph_def: Any, buffers: Sequence[BytesLike] | None) -> tuple
     nodes, held = graph_def.get("node", []), graph_def.get("buffers", [])
     if not isinstance(nodes, list):
         raise ValueError(f"'node' must be a list, got {type(nodes).__name__}")
+    contexts = graph_def.get("contexts")  # absent from version 1 documents
     if buffers is not None:
         if held != len(buffers):
             raise ValueError(f"the header expects {held!r} buffers, {len(buffers)} were given")
-        return nodes, _Decoder(list(buffers), inline=False)
+        return nodes, contexts, _Decoder(list(buffers), inline=False)
     if not isinstance(held, list):
         raise ValueError("the document's buffers travel separately: pass them as import_graph_def(..., buffers=)")
-    return nodes, _Decoder(held, inline=True)
+    return nodes, contexts, _Decoder(held, inline=True)
+
+
+def _parse_contexts(raw: Any, by_name: dict[str, _Node]) -> list[_ContextRecord]:
+    """Checks the document's "contexts" against its nodes (each outer context an earlier record, each op in
+    at most one context, every tensor and op a node's)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ValueError(f"'contexts' must be a list, got {type(raw).__name__}")
+    owner: dict[str, int] = {}
+    records = []
+    for i, rec in enumerate(raw):
+        kind = rec.get("kind") if isinstance(rec, dict) else None
+        cls = CONTEXT_KINDS.get(kind) if isinstance(kind, str) else None
+        if cls is None:
+            raise ValueError(f"context {i}: expected an object with a known 'kind' ({', '.join(sorted(CONTEXT_KINDS))})"
+                             f", got {rec if not isinstance(rec, dict) else kind!r}")
+        scope, outer, ops = rec.get("scope"), rec.get("outer"), rec.get("ops", [])
+        if not isinstance(scope, str):
+            raise ValueError(f"context {i} ({kind}): 'scope' must be a string, got {scope!r}")
+        where = f"context {i} ({kind} '{scope}')"
+        if outer is not None and (type(outer) is not int or not 0 <= outer < i):
+            raise ValueError(f"{where}: 'outer' must be null or the index of an earlier context, got {outer!r}")
+        if not isinstance(ops, list) or not all(isinstance(o, str) and o in by_name for o in ops):
+            raise ValueError(f"{where}: 'ops' must list nodes of the document, got {ops!r}")
+        for o in ops:
+            if owner.setdefault(o, i) != i:
+                raise ValueError(f"{where}: node '{o}' is in context {owner[o]} too")
+        values = {k: _context_value(rec.get(k), want, by_name, f"{where} field '{k}'")
+                  for k, want in {**cls.fields, "captured": "pairs"}.items()}
+        records.append(_ContextRecord(cls, scope, outer, ops, values))
+    return records
+
+
+def _context_value(v: Any, want: str, by_name: dict[str, _Node], where: str) -> Any:
+    """A context field checked against its declared kind ("tensor", "tensors", "pairs", "op", "int", "bool",
+    "str"; "?" when it may be null)."""
+    if want.endswith("?"):
+        if v is None:
+            return None
+        want = want[:-1]
+    if want in ("tensors", "pairs"):
+        item = "tensor" if want == "tensors" else "pair"
+        if not isinstance(v, list):
+            raise ValueError(f"{where}: expected a list of {item}s, got {v!r}")
+        return [_context_value(x, item, by_name, where) for x in v]
+    if want == "pair":
+        if not isinstance(v, list) or len(v) != 2:
+            raise ValueError(f"{where}: expected [outside tensor, inside tensor], got {v!r}")
+        return tuple(_context_value(x, "tensor", by_name, where) for x in v)
+    if want == "tensor" and isinstance(v, str):
+        try:
+            src, index = _split_tensor_name(v)
+        except ValueError:
+            src, index = "", 0
+        if src in by_name and index < len(by_name[src].out_types):
+            return src, index
+        raise ValueError(f"{where}: {v!r} is not a tensor of the document")
+    if want == "op" and isinstance(v, str):
+        if v in by_name:
+            return v
+        raise ValueError(f"{where}: {v!r} is not a node of the document")
+    if (want == "int" and type(v) is int) or (want == "bool" and type(v) is bool) or \
+            (want == "str" and isinstance(v, str)):
+        return v
+    raise ValueError(f"{where}: expected {want}, got {v!r}")
 
 
 def import_graph_def(
@@ -193,7 +274,7 @@ def import_graph_def(
     deprecated them). Raises ValueError, before the graph changes, when the document is malformed.
     """
     del op_dict, producer_op_list
-    raw_nodes, decoder = _open_document(graph_def, buffers)
+    raw_nodes, raw_contexts, decoder = _open_document(graph_def, buffers)
     input_map = dict(input_map or {})
     if not all(isinstance(k, str) for k in input_map):
         raise TypeError("input_map must be a dictionary mapping strings to Tensor objects.")
@@ -208,6 +289,7 @@ def import_graph_def(
         if node.name in by_name:
             raise ValueError(f"node '{node.name}': duplicate node name in the document")
         by_name[node.name] = node
+    contexts = _parse_contexts(raw_contexts, by_name)
     graph = get_default_graph()
     if graph.finalized:
         raise RuntimeError("Graph is finalized and cannot be modified.")
@@ -219,6 +301,7 @@ def import_graph_def(
         created: dict[str, Operation] = {}
         try:
             _create_ops(graph, nodes, order, mapped, created)
+            _build_contexts(graph, contexts, mapped, created)
         except BaseException:
             graph._remove_operations(list(created.values()))
             raise
@@ -415,6 +498,35 @@ def _create_ops(graph: Graph, nodes: list[_Node], order: list[int], mapped: dict
             created[node.name]._add_control_input(mapped.get("^" + c) or created[c])
     for merge, j, s in back_edges:
         created[merge]._update_input(j, tensor(s))
+
+
+def _build_contexts(graph: Graph, records: list[_ContextRecord], mapped: dict[str, Any],
+                    created: dict[str, Operation]) -> None:
+    """The documented contexts around the imported ops: scopes under the import's name scope, contexts at
+    the top nested in the one the import runs in, mapped tensors (`input_map`) in place of theirs."""
+    prefix, base = graph._name_stack, graph._cf_context
+
+    def resolve(v: Any, want: str) -> Any:
+        if v is None or want.rstrip("?") in ("int", "bool", "str"):
+            return v
+        if want in ("tensors", "pairs"):
+            return [resolve(x, "pair" if want == "pairs" else "tensor") for x in v]
+        if want == "pair":
+            return tuple(resolve(x, "tensor") for x in v)
+        if want.startswith("op"):
+            return created[v]
+        src, index = v
+        t = mapped.get(f"{src}:{index}")
+        return t if t is not None else created[src]._outputs[index]
+
+    built: list[Any] = []
+    for rec in records:
+        values = {k: resolve(rec.values[k], want) for k, want in {**rec.cls.fields, "captured": "pairs"}.items()}
+        scope = f"{prefix}/{rec.scope}" if prefix and rec.scope else rec.scope
+        ctx = rec.cls.from_dict(built[rec.outer] if rec.outer is not None else base, scope, values)
+        for name in rec.ops:
+            created[name]._cf_context = ctx
+        built.append(ctx)
 
 
 def _is_later(s: str, mapped: dict[str, Any], created: dict[str, Operation]) -> bool:

@@ -26,6 +26,20 @@ list, which comes in two forms:
     buffers travel separately as raw bytes, so the distributed runtime sends them without base64.
 `import_graph_def` takes either (the second as `import_graph_def(header, buffers=...)`), and checks
 everything it reads: a malformed document raises ValueError naming the node and what was wrong.
+
+"contexts" (optional; producer version 2 on, a reader of version 1 ignores it, and a document without
+it imports with no contexts) records the cond branches and while loops the graph was built with (TF1's
+COND_CONTEXT / WHILE_CONTEXT), what `af.gradients` needs to differentiate through them:
+
+    "contexts": [{"kind": "while", "scope": "while/", "outer": null, "ops": ["while/Enter", ...],
+                  "captured": [["w:0", "while/Enter_2:0"]], "frame_name": "while/while_context",
+                  "enters": ["while/Enter:0", ...], ...}, ...]
+
+`kind` names a context class (`register_context_kind`), whose `fields` say what else the record holds
+(tensors and ops by name); `outer` is the index of the enclosing context, always an earlier record;
+`ops` are the nodes built directly in it; `captured` pairs an outside tensor with its capture. A
+context whose tensors are not all in the document (a part of a graph, `graph_to_parts(graph, ops)`)
+is left out, with the contexts inside it.
 """
 
 from __future__ import annotations
@@ -48,7 +62,7 @@ from asyncflow.graph import Graph, Operation, Tensor, register_graph_serializer
 from asyncflow.shapes import TensorShape
 
 FORMAT = "asyncflow.graph/1"
-PRODUCER_VERSION = 1
+PRODUCER_VERSION = 2  # 2: the optional "contexts" section
 MIN_CONSUMER_VERSION = 1
 
 BytesLike = bytes | bytearray | memoryview | pa.Buffer
@@ -357,7 +371,65 @@ def graph_to_parts(graph: Graph, ops: Sequence[Operation] | None = None) -> tupl
         })
     header = {"format": FORMAT, "versions": {"producer": PRODUCER_VERSION, "min_consumer": MIN_CONSUMER_VERSION},
               "node": nodes, "buffers": len(enc.buffers)}
+    contexts = _contexts_to_json(graph.get_operations() if ops is None else ops)
+    if contexts:
+        header["contexts"] = contexts
     return header, enc.buffers
+
+
+# -- control-flow contexts -------------------------------------------------------------------------
+CONTEXT_KINDS: dict[str, type] = {}
+
+
+def register_context_kind(cls: type) -> type:
+    """Lets documents record contexts of class `cls` (asyncflow/control_flow.py registers its own): `cls.kind`
+    names it, `cls.fields` says what a record holds, `to_dict`/`from_dict` write and rebuild it."""
+    CONTEXT_KINDS[cls.kind] = cls
+    return cls
+
+
+def _contexts_to_json(ops: Sequence[Operation]) -> list[dict]:
+    """The records of the contexts `ops` were built in, each after its outer context."""
+    names = {op.name for op in ops}
+    index: dict[Any, int | None] = {}
+    records: list[dict] = []
+
+    def name_of(v: Any, kind: str) -> Any:
+        if v is None and kind.endswith("?"):
+            return None
+        if kind.startswith("tensors"):
+            return [name_of(t, "tensor") for t in v]
+        if kind.startswith(("tensor", "op")):
+            op = v.op if isinstance(v, Tensor) else v
+            if op.name not in names:
+                raise KeyError(op.name)
+            return v.name
+        return {"int": int, "bool": bool, "str": str}[kind](v)
+
+    def visit(ctx: Any) -> int | None:
+        if ctx in index:
+            return index[ctx]
+        index[ctx] = None  # until it proves recordable
+        outer = visit(ctx.outer) if ctx.outer is not None else None
+        if CONTEXT_KINDS.get(getattr(ctx, "kind", "")) is None or (ctx.outer is not None and outer is None):
+            return None
+        values = ctx.to_dict()
+        try:
+            fields = {k: name_of(values[k], kind) for k, kind in type(ctx).fields.items()}
+            captured = [[name_of(a, "tensor"), name_of(b, "tensor")] for a, b in values["captured"]]
+        except KeyError:  # refers to a node outside the document
+            return None
+        records.append({"kind": ctx.kind, "scope": ctx.scope, "outer": outer, "ops": [], "captured": captured,
+                        **fields})
+        index[ctx] = len(records) - 1
+        return index[ctx]
+
+    for op in ops:
+        if op._cf_context is not None:
+            i = visit(op._cf_context)
+            if i is not None:
+                records[i]["ops"].append(op.name)
+    return records
 
 
 def parts_to_document(header: dict, buffers: Sequence[BytesLike]) -> dict:
@@ -407,5 +479,5 @@ from asyncflow.graph_import import import_graph_def  # noqa: E402
 
 __all__ = [
     "FORMAT", "encode_tensor", "decode_tensor", "graph_to_parts", "graph_to_document", "parts_to_document",
-    "document_to_parts", "to_json", "from_json", "import_graph_def",
+    "document_to_parts", "to_json", "from_json", "import_graph_def", "register_context_kind",
 ]

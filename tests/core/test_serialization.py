@@ -519,6 +519,112 @@ def test_not_a_document():
     assert af.import_graph_def(ser.to_json(_small_doc()), return_elements=["y:0"])[0].name == "import/y:0"
 
 
+# -- control-flow contexts ------------------------------------------------------------------------------
+def _loop_doc():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        w = af.constant([1.0, 2.0, 3.0], name="w")
+        _, y = af.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, af.cond(i < 1, lambda: a * w, lambda: a + 1.0)),
+                             [0, x], parallel_iterations=4)
+        af.identity(y, name="y")
+    return g.as_graph_def()
+
+
+def test_document_records_loop_and_cond_contexts():
+    doc = _loop_doc()
+    assert doc["versions"] == {"producer": 2, "min_consumer": 1}
+    loop, cond_t, cond_f = doc["contexts"]
+    assert {k: loop[k] for k in ("kind", "scope", "outer", "captured", "frame_name", "parallel_iterations",
+                                 "back_prop", "has_counter", "pred", "enters", "exits", "count", "count_next")} == {
+        "kind": "while", "scope": "while/", "outer": None, "captured": [["w:0", "while/Enter_2:0"]],
+        "frame_name": "while/while_context", "parallel_iterations": 4, "back_prop": True, "has_counter": False,
+        "pred": "while/LoopCond:0", "enters": ["while/Enter:0", "while/Enter_1:0"],
+        "exits": ["while/Exit:0", "while/Exit_1:0"], "count": None, "count_next": None}
+    assert loop["ops"][:3] == ["while/Enter", "while/Enter_1", "while/Merge"] and "while/cond/Merge" in loop["ops"]
+    assert (cond_t["kind"], cond_t["outer"], cond_t["branch"], cond_t["pred"], cond_t["merges"]) == \
+        ("cond", 0, 1, "while/cond/pred_id:0", ["while/cond/Merge:0"])
+    assert (cond_f["branch"], cond_f["ops"]) == (0, ["while/cond/add/y", "while/cond/Switch_3", "while/cond/add"])
+    owners = [op for c in doc["contexts"] for op in c["ops"]]
+    assert len(owners) == len(set(owners)) and "x" not in owners and "y" not in owners
+
+
+def test_contexts_round_trip_and_take_the_import_scope():
+    doc = _loop_doc()
+    with af.Graph().as_default() as g:
+        af.import_graph_def(copy.deepcopy(doc), name="")
+        assert g.as_graph_def() == doc
+    with af.Graph().as_default() as g:
+        af.import_graph_def(doc, name="imp")
+        loop = g.get_operation_by_name("imp/while/Exit")._cf_context
+        inner = g.get_operation_by_name("imp/while/cond/mul")._cf_context
+        assert (loop.scope, loop.frame_name, inner.scope, inner.outer, inner.branch) == \
+            ("imp/while/", "while/while_context", "imp/while/cond/", loop, 1)  # frame names are attrs: kept
+        assert loop._captured == {g.get_tensor_by_name("imp/w:0"): g.get_tensor_by_name("imp/while/Enter_2:0")}
+        assert g.get_operation_by_name("imp/while/cond/Merge")._cond_pred is inner.pred
+        assert g.get_operation_by_name("imp/y")._cf_context is None
+        with af.Session() as sess:
+            np.testing.assert_array_equal(sess.run("imp/y:0", {"imp/x:0": [1.0, 1.0, 1.0]}), [3.0, 4.0, 5.0])
+
+
+def test_document_without_contexts_still_imports():
+    doc = _loop_doc()
+    del doc["contexts"]
+    doc["versions"] = {"producer": 1, "min_consumer": 1}  # as version 1 wrote it
+    with af.Graph().as_default() as g:
+        af.import_graph_def(doc, name="")
+        assert all(op._cf_context is None for op in g.get_operations())
+        with af.Session() as sess:
+            np.testing.assert_array_equal(sess.run("y:0", {"x:0": [1.0, 1.0, 1.0]}), [3.0, 4.0, 5.0])
+        with pytest.raises(LookupError):  # gradients need the contexts
+            af.gradients(g.get_tensor_by_name("y:0"), g.get_tensor_by_name("x:0"))
+
+
+def test_part_of_a_graph_leaves_out_contexts_it_does_not_hold():
+    with af.Graph().as_default() as g:
+        af.import_graph_def(_loop_doc(), name="")
+        ops = g.get_operations()
+        assert len(ser.graph_to_parts(g, ops)[0]["contexts"]) == 3
+        late = [op for op in ops if op.name.startswith("while/cond/") or op.name in ("while/NextIteration_1", "y")]
+        assert "contexts" not in ser.graph_to_parts(g, late)[0]  # the loop's Enters are not in it, nor its conds
+
+
+def _context(doc, i):
+    return doc["contexts"][i]
+
+
+MALFORMED_CONTEXTS = [
+    ("not_a_list", lambda d: d.update(contexts={}), "'contexts' must be a list"),
+    ("unknown_kind", lambda d: _context(d, 0).update(kind="for"), "context 0: expected an object with a known 'kind'"),
+    ("not_an_object", lambda d: d["contexts"].append(3), "context 3: expected an object"),
+    ("scope", lambda d: _context(d, 0).update(scope=1), r"context 0 \(while\): 'scope' must be a string"),
+    ("outer_later", lambda d: _context(d, 1).update(outer=2), r"context 1 \(cond 'while/cond/'\): 'outer' must be"),
+    ("outer_self", lambda d: _context(d, 0).update(outer=0), "'outer' must be null or the index of an earlier"),
+    ("unknown_op", lambda d: _context(d, 0)["ops"].append("ghost"), "'ops' must list nodes of the document"),
+    ("two_owners", lambda d: _context(d, 1)["ops"].append("while/Enter"), "node 'while/Enter' is in context 0 too"),
+    ("unknown_tensor", lambda d: _context(d, 0).update(pred="while/Nope:0"),
+     r"context 0 \(while 'while/'\) field 'pred': 'while/Nope:0' is not a tensor of the document"),
+    ("output_index", lambda d: _context(d, 0)["exits"].__setitem__(0, "while/Exit:4"),
+     "'while/Exit:4' is not a tensor"),
+    ("missing_list", lambda d: _context(d, 0).pop("enters"), "field 'enters': expected a list of tensors"),
+    ("missing_int", lambda d: _context(d, 1).pop("branch"), "field 'branch': expected int, got None"),
+    ("bool_as_int", lambda d: _context(d, 0).update(parallel_iterations=True), "expected int, got True"),
+    ("bad_pair", lambda d: _context(d, 0)["captured"].append(["w:0"]), r"expected \[outside tensor, inside tensor\]"),
+    ("unknown_op_field", lambda d: _context(d, 0).update(count_next="ghost"),
+     "field 'count_next': 'ghost' is not a node of the document"),
+]
+
+
+@pytest.mark.parametrize("mutate,message", [pytest.param(m, msg, id=i) for i, m, msg in MALFORMED_CONTEXTS])
+def test_malformed_contexts_raise_value_error_naming_what(mutate, message):
+    doc = _loop_doc()
+    mutate(doc)
+    graph = af.get_default_graph()
+    with pytest.raises(ValueError, match=message):
+        af.import_graph_def(doc)
+    assert graph.get_operations() == []  # nothing was added
+
+
 # -- no pickle, no eval -------------------------------------------------------------------------------------
 FORBIDDEN_MODULES = {"pickle", "cPickle", "_pickle", "marshal", "dill", "cloudpickle", "shelve", "joblib"}
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__"}
