@@ -168,7 +168,7 @@ class _WhileContext(_Context):
         self.frame_name = frame_name
         self.parallel_iterations = parallel_iterations
         self.back_prop = True
-        self.has_counter = False  # loop variable 0 is maximum_iterations' counter
+        self.has_counter = False  # True when loop variable 0 is maximum_iterations' counter
         # The loop's structure, recorded by while_loop for the gradient (loop variable j: enters[j] ->
         # merges[j] -> switches[j] -> exits[j] / identities[j] -> body -> next_iterations[j]).
         self.enters: list[Tensor] = []
