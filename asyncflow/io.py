@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from asyncflow import dtypes as _dtypes
+from asyncflow.gfile import io_gfile as gfile
 from asyncflow.ops.data_flow import PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue
 from asyncflow.ops.parsing import decode_csv, decode_raw
 from asyncflow.ops.readers import ReaderBase, queue_ref_of
@@ -69,4 +70,4 @@ class ArrowReader(ReaderBase):
 
 
 __all__ = ["ArrowReader", "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "RandomShuffleQueue", "decode_csv",
-           "decode_raw"]
+           "decode_raw", "gfile"]
