@@ -505,20 +505,25 @@ _TRUEDIV_TABLE = {
 }
 
 
+def truediv_operands(x: Tensor, y: Tensor, where: str) -> tuple[Tensor, Tensor]:
+    """TF's `truediv` dtype rule, shared by the divisions that follow it: x and y of one dtype, integers
+    cast to float32/float64 first; `where` names the caller in TF's error message."""
+    x_dtype, y_dtype = x.dtype.base_dtype, y.dtype.base_dtype
+    if x_dtype != y_dtype:
+        raise TypeError(f"`x` and `y` must have the same dtype, got {x_dtype.name} != {y_dtype.name}.")
+    if x_dtype not in _TRUEDIV_TABLE:
+        allowed = ", ".join(d.name for d in _TRUEDIV_TABLE)
+        raise TypeError(f"Invalid dtype {x_dtype.name} in {where}. Expected one of {{{allowed}}}.")
+    target = _TRUEDIV_TABLE[x_dtype]
+    return (cast(x, target), cast(y, target)) if target is not None else (x, y)
+
+
 def truediv(x: Any, y: Any, name: str | None = None) -> Tensor:
     """`af.truediv` (Python 3 `/`): RealDiv, after casting integers to float32/float64 as TF does."""
     with name_scope(name, "truediv", [x, y]) as scope:
         x = convert_to_tensor(x, name="x")
         y = convert_to_tensor(y, dtype_hint=x.dtype.base_dtype, name="y")
-        x_dtype, y_dtype = x.dtype.base_dtype, y.dtype.base_dtype
-        if x_dtype != y_dtype:
-            raise TypeError(f"`x` and `y` must have the same dtype, got {x_dtype.name} != {y_dtype.name}.")
-        if x_dtype not in _TRUEDIV_TABLE:
-            allowed = ", ".join(d.name for d in _TRUEDIV_TABLE)
-            raise TypeError(f"Invalid dtype {x_dtype.name} in __truediv__. Expected one of {{{allowed}}}.")
-        target = _TRUEDIV_TABLE[x_dtype]
-        if target is not None:
-            x, y = cast(x, target), cast(y, target)
+        x, y = truediv_operands(x, y, "__truediv__")
         return RealDiv(x, y, name=scope)
 
 

@@ -26,7 +26,6 @@ from asyncflow.ops.grad_util import unbroadcast, unbroadcast_pair
 from asyncflow.ops.kernel_util import as_out
 from asyncflow.ops.math import (
     _LOW_PRECISION,
-    _TRUEDIV_TABLE,
     COMPLEX,
     Conj,
     Equal,
@@ -38,6 +37,7 @@ from asyncflow.ops.math import (
     _unary,
     cast,
     conj,
+    truediv_operands,
 )
 from asyncflow.ops.math_extra import Lgamma, Polygamma
 from asyncflow.ops.math_unary import Exp, Log, Reciprocal, Sqrt, Square
@@ -124,15 +124,7 @@ def div_no_nan(x: Any, y: Any, name: str | None = None) -> Tensor:
         else:
             x = convert_to_tensor(x, name="x")
             y = convert_to_tensor(y, dtype_hint=x.dtype.base_dtype, name="y")
-        x_dtype, y_dtype = x.dtype.base_dtype, y.dtype.base_dtype
-        if x_dtype != y_dtype:
-            raise TypeError(f"`x` and `y` must have the same dtype, got {x_dtype.name} != {y_dtype.name}.")
-        if x_dtype not in _TRUEDIV_TABLE:
-            allowed = ", ".join(d.name for d in _TRUEDIV_TABLE)
-            raise TypeError(f"Invalid dtype {x_dtype.name} in tf.math.divide_no_nan. Expected one of {{{allowed}}}.")
-        target = _TRUEDIV_TABLE[x_dtype]
-        if target is not None:
-            x, y = cast(x, target), cast(y, target)
+        x, y = truediv_operands(x, y, "tf.math.divide_no_nan")
         return DivNoNan(x, y, name=scope)
 
 
