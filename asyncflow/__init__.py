@@ -99,6 +99,9 @@ from asyncflow import sparse as sparse
 from asyncflow import strings as strings
 
 from asyncflow import data as data
+from asyncflow import python_io as python_io
+from asyncflow.ops.record_ops import *
+from asyncflow.ops.record_ops_tfrecord import *
 from asyncflow import summary as summary
 from asyncflow import app as app
 from asyncflow import flags as flags

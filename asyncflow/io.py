@@ -31,6 +31,20 @@ from asyncflow.ops.data_flow import PaddingFIFOQueue, PriorityQueue, QueueBase, 
 from asyncflow.ops.parsing import decode_csv, decode_raw
 from asyncflow.ops.readers import ReaderBase, queue_ref_of
 from asyncflow.ops.readers_arrow import arrow_reader, arrow_reader_read
+from asyncflow.ops.record_ops import (
+    FixedLenFeature,
+    FixedLenSequenceFeature,
+    SparseFeature,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+)
+from asyncflow.ops.record_ops_tfrecord import (
+    TFRecordCompressionType,
+    TFRecordOptions,
+    TFRecordWriter,
+    tf_record_iterator,
+)
 from asyncflow.shapes import as_shape
 
 

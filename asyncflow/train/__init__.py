@@ -15,4 +15,5 @@ from asyncflow.train.monitored_session import *
 from asyncflow.train.coordinator import *
 from asyncflow.train.queue_runner import *
 from asyncflow.train.input import *
+from asyncflow.example_proto import *
 from asyncflow.train.sync_replicas import *
