@@ -12,6 +12,9 @@ from asyncflow.train.meta_graph import *
 from asyncflow.train.cluster import *
 from asyncflow.train.hooks import *
 from asyncflow.train.monitored_session import *
+from asyncflow.train.hooks_more import *
+from asyncflow.train.session_manager import *
+from asyncflow.train.supervisor import *
 from asyncflow.train.coordinator import *
 from asyncflow.train.queue_runner import *
 from asyncflow.train.input import *

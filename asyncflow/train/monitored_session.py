@@ -41,11 +41,52 @@ class Scaffold:
 
     def __init__(self, init_op: Any = None, init_feed_dict: Any = None, init_fn: Any = None, ready_op: Any = None,
                  ready_for_local_init_op: Any = None, local_init_op: Any = None, summary_op: Any = None,
-                 saver: Any = None, copy_from_scaffold: Any = None):
-        self.init_op, self.init_feed_dict, self.init_fn = init_op, init_feed_dict, init_fn
+                 saver: Any = None, copy_from_scaffold: Any = None, local_init_feed_dict: Any = None):
+        if copy_from_scaffold is not None:  # what is not given here comes from the other scaffold
+            if not isinstance(copy_from_scaffold, Scaffold):
+                raise TypeError("copy_from_scaffold is not a Scaffold instance.")
+            c = copy_from_scaffold
+            init_op = c.init_op if init_op is None else init_op
+            init_feed_dict = c.init_feed_dict if init_feed_dict is None else init_feed_dict
+            init_fn = c._user_init_fn if init_fn is None else init_fn
+            ready_op = c.ready_op if ready_op is None else ready_op
+            ready_for_local_init_op = c.ready_for_local_init_op if ready_for_local_init_op is None \
+                else ready_for_local_init_op
+            local_init_op = c.local_init_op if local_init_op is None else local_init_op
+            local_init_feed_dict = c.local_init_feed_dict if local_init_feed_dict is None else local_init_feed_dict
+            summary_op = c.summary_op if summary_op is None else summary_op
+            saver = c.saver if saver is None else saver
+        self._user_init_fn = init_fn
+        # TF1: the user's init_fn(scaffold, session); `scaffold.init_fn` takes the session only.
+        self.init_fn = (lambda sess: init_fn(self, sess)) if init_fn else None
+        self.init_op, self.init_feed_dict = init_op, init_feed_dict
         self.ready_op, self.ready_for_local_init_op = ready_op, ready_for_local_init_op
-        self.local_init_op, self.summary_op, self.saver = local_init_op, summary_op, saver
+        self.local_init_op, self.local_init_feed_dict = local_init_op, local_init_feed_dict
+        self.summary_op, self.saver = summary_op, saver
         self._finalized = False
+
+    @staticmethod
+    def get_or_default(arg_name: str, collection_key: str, default_constructor: Any) -> Any:
+        """The one item of a graph collection, else `default_constructor()` (added to the collection)."""
+        graph = get_default_graph()
+        elements = graph.get_collection(collection_key)
+        if elements:
+            if len(elements) > 1:
+                raise RuntimeError(f'More than one item in the collection "{collection_key}". Please indicate which '
+                                   f"one to use by passing it to the tf.Scaffold constructor as:  "
+                                   f"tf.Scaffold({arg_name}=item to use)")
+            return elements[0]
+        value = default_constructor()
+        if value is not None:
+            graph.add_to_collection(collection_key, value)
+        return value
+
+    @staticmethod
+    def default_local_init_op() -> Any:
+        """Initialises the local variables and the tables."""
+        from asyncflow.variables import local_variables_initializer
+
+        return group(local_variables_initializer(), *get_default_graph().get_collection(GraphKeys.TABLE_INITIALIZERS))
 
     def finalize(self) -> None:
         """Fills in the default ops and finalises the graph (no op may be added while training)."""
@@ -55,7 +96,6 @@ class Scaffold:
         from asyncflow.variables import (
             global_variables,
             global_variables_initializer,
-            local_variables_initializer,
             report_uninitialized_variables,
         )
 
@@ -77,12 +117,21 @@ class Scaffold:
             self.ready_for_local_init_op = default(GraphKeys.READY_FOR_LOCAL_INIT_OP,
                                                    lambda: report_uninitialized_variables(global_variables()))
         if self.local_init_op is None:
-            self.local_init_op = default(GraphKeys.LOCAL_INIT_OP, lambda: group(
-                local_variables_initializer(), *graph.get_collection(GraphKeys.TABLE_INITIALIZERS)))
+            self.local_init_op = default(GraphKeys.LOCAL_INIT_OP, Scaffold.default_local_init_op)
+        if self.summary_op is None:  # "summary_op": TF's GraphKeys.SUMMARY_OP
+            self.summary_op = Scaffold.get_or_default("summary_op", "summary_op", _merge_all_summaries)
         if self.saver is None:
             self.saver = default(GraphKeys.SAVERS, lambda: Saver(sharded=True, allow_empty=True))
         graph.finalize()
         self._finalized = True
+
+
+def _merge_all_summaries() -> Any:
+    """`af.summary.merge_all()`, or None while af.summary has no merge_all."""
+    from asyncflow import summary
+
+    merge_all = getattr(summary, "merge_all", None)
+    return merge_all() if merge_all is not None else None
 
 
 class _SessionCreator:
@@ -106,7 +155,7 @@ class _SessionCreator:
                 else:
                     sess.run(self.scaffold.init_op, self.scaffold.init_feed_dict)
                     if self.scaffold.init_fn is not None:
-                        self.scaffold.init_fn(self.scaffold, sess)
+                        self.scaffold.init_fn(sess)
             else:
                 self._wait_until_ready(sess)
             sess.run(self.scaffold.local_init_op)
@@ -130,6 +179,18 @@ class _SessionCreator:
                     None, None, f"Session was not ready after waiting {self.max_wait_secs} secs; still "
                                 f"uninitialized: {list(not_ready)[:5]}")
             time.sleep(self.recovery_wait_secs)
+
+
+def _merge_run_options(options: Any, hook_options: list[Any], run_metadata: Any) -> tuple[Any, Any]:
+    import dataclasses
+
+    from asyncflow.session import RunMetadata, RunOptions
+
+    merged = dataclasses.replace(options) if options is not None else RunOptions()
+    merged.trace_level = max([merged.trace_level] + [o.trace_level for o in hook_options])
+    timeouts = [t for t in [merged.timeout_in_ms] + [o.timeout_in_ms for o in hook_options] if t]
+    merged.timeout_in_ms = min(timeouts) if timeouts else 0
+    return merged, run_metadata if run_metadata is not None else RunMetadata()
 
 
 class MonitoredSession:
@@ -203,6 +264,7 @@ class MonitoredSession:
     def _run_with_hooks(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._sess)
         hook_fetches: dict[int, Any] = {}
+        hook_options: list[Any] = []
         feeds = dict(feed_dict or {})
         for i, hook in enumerate(self._hooks):
             args = hook.before_run(context)
@@ -210,10 +272,14 @@ class MonitoredSession:
                 continue
             if args.fetches is not None:
                 hook_fetches[i] = args.fetches
+            if args.options is not None:
+                hook_options.append(args.options)
             for key, value in (args.feed_dict or {}).items():
                 if key in feeds:
                     raise RuntimeError(f"Same tensor is fed by a SessionRunHook and user. Conflict(s): {key}")
                 feeds[key] = value
+        if hook_options:  # TF1: the highest trace level asked for, and a RunMetadata the hooks can read
+            options, run_metadata = _merge_run_options(options, hook_options, run_metadata)
         results = self._sess.run({"caller": fetches, "hooks": hook_fetches} if fetches is not None
                                  else {"hooks": hook_fetches}, feeds, options, run_metadata)
         for i, hook in enumerate(self._hooks):
