@@ -13,6 +13,7 @@ from asyncflow.train.cluster import *
 from asyncflow.train.hooks import *
 from asyncflow.train.monitored_session import *
 from asyncflow.train.hooks_more import *
+from asyncflow.train.summary_hooks import *
 from asyncflow.train.session_manager import *
 from asyncflow.train.supervisor import *
 from asyncflow.train.coordinator import *

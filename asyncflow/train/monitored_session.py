@@ -30,6 +30,7 @@ from asyncflow.train.hooks import (
     SessionRunValues,
     StepCounterHook,
 )
+from asyncflow.train.summary_hooks import SummarySaverHook
 
 log = logging.getLogger("asyncflow.train")
 _RECOVERABLE = (errors.AbortedError, errors.UnavailableError)
@@ -323,7 +324,19 @@ def MonitoredTrainingSession(  # noqa: N802 - TF's name
     save_checkpoint_steps: Any = USE_DEFAULT, summary_dir: str | None = None,
     recovery_wait_secs: float = 0.1,
 ) -> MonitoredSession:
-    """The TF1 training session: initialise or restore (chief) or wait for the chief, hooks, recovery."""
+    """The TF1 training session: initialise or restore (chief) or wait for the chief, hooks, recovery.
+
+    The chief writes summaries (the scaffold's `summary_op`, by default `af.summary.merge_all()`) and
+    the graph to `summary_dir` (default `checkpoint_dir`) every `save_summaries_steps` (default 100)
+    or `save_summaries_secs`; with no summary directory, or both None/0, no summary hook is added."""
+    if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
+        save_summaries_steps, save_summaries_secs = 100, None
+    elif save_summaries_secs is USE_DEFAULT:
+        save_summaries_secs = None
+    elif save_summaries_steps is USE_DEFAULT:
+        save_summaries_steps = None
+    summary_dir = summary_dir or checkpoint_dir
+    scaffold = scaffold or Scaffold()  # one scaffold: the session creator finalises what the hooks read
     if save_checkpoint_secs is USE_DEFAULT and save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_secs, save_checkpoint_steps = 600, None
     elif save_checkpoint_secs is USE_DEFAULT:
@@ -334,7 +347,10 @@ def MonitoredTrainingSession(  # noqa: N802 - TF's name
     if is_chief:
         all_hooks += list(chief_only_hooks or [])
         if log_step_count_steps and log_step_count_steps > 0:
-            all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps))
+            all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps, output_dir=summary_dir))
+        if summary_dir and ((save_summaries_steps or 0) > 0 or (save_summaries_secs or 0) > 0):
+            all_hooks.append(SummarySaverHook(scaffold=scaffold, save_steps=save_summaries_steps,
+                                              save_secs=save_summaries_secs, output_dir=summary_dir))
         if checkpoint_dir and (save_checkpoint_secs or save_checkpoint_steps):
             all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_secs=save_checkpoint_secs,
                                                  save_steps=save_checkpoint_steps, scaffold=scaffold))
