@@ -1,6 +1,5 @@
 """More of TF1's session-run hooks and training helpers (the stock ones live in hooks.py):
 
-- `SecondOrStepTimer`: triggers every N seconds or every N steps (TF's timer, used by hooks).
 - `CheckpointSaverListener`: told before and after each save of a `CheckpointSaverHook`.
 - `FinalOpsHook` (ops run once at `end`), `FeedFnHook` (feeds from a function per step),
   `GlobalStepWaiterHook` (a worker waits until the global step reaches N before training).
@@ -23,50 +22,16 @@ from typing import Any
 
 from asyncflow import errors
 from asyncflow.train.hooks import (
+    SecondOrStepTimer,
     SessionRunArgs,
     SessionRunContext,
     SessionRunHook,
     SessionRunValues,
     _global_step_tensor,
+    _summary_writer_for,
 )
 
 log = logging.getLogger("asyncflow.train")
-
-
-class SecondOrStepTimer:
-    """Triggers every `every_secs` seconds or every `every_steps` steps (exactly one of them), as TF's."""
-
-    def __init__(self, every_secs: float | None = None, every_steps: int | None = None):
-        if every_secs is None and every_steps is None:
-            raise ValueError("Either every_secs or every_steps should be provided.")
-        if every_secs is not None and every_steps is not None:
-            raise ValueError("Can not provide both every_secs and every_steps.")
-        self._every_secs, self._every_steps = every_secs, every_steps
-        self.reset()
-
-    def reset(self) -> None:
-        self._last_triggered_step: int | None = None
-        self._last_triggered_time: float | None = None
-
-    def should_trigger_for_step(self, step: int) -> bool:
-        if self._last_triggered_step is None:
-            return True
-        if self._last_triggered_step == step:
-            return False
-        if self._every_secs is not None and time.time() >= self._last_triggered_time + self._every_secs:
-            return True
-        return self._every_steps is not None and step >= self._last_triggered_step + self._every_steps
-
-    def update_last_triggered_step(self, step: int) -> tuple[float | None, int | None]:
-        """Records a trigger at `step`; (seconds, steps) since the last one, or (None, None) at the first."""
-        now = time.time()
-        elapsed = (None, None) if self._last_triggered_time is None else (
-            now - self._last_triggered_time, step - self._last_triggered_step)
-        self._last_triggered_time, self._last_triggered_step = now, step
-        return elapsed
-
-    def last_triggered_step(self) -> int | None:
-        return self._last_triggered_step
 
 
 class CheckpointSaverListener:
@@ -150,20 +115,6 @@ class GlobalStepWaiterHook(SessionRunHook):
                          self._wait_until_step, current)
                 last_logged = current
             time.sleep(self._POLL_SECS)
-
-
-def _summary_writer_for(output_dir: str | None) -> Any:
-    """af.summary.FileWriterCache's writer for `output_dir`, or None when af.summary cannot write one."""
-    if not output_dir:
-        return None
-    try:
-        from asyncflow import summary
-
-        cache = getattr(summary, "FileWriterCache", None)
-        return cache.get(output_dir) if cache is not None else None
-    except Exception as e:  # noqa: BLE001 - e.g. tensorboard not installed: the hook works without events
-        log.warning("no summary writer for %s (%s: %s); summaries are not written", output_dir, type(e).__name__, e)
-        return None
 
 
 def _chrome_trace(step_stats: Any, show_dataflow: bool, show_memory: bool) -> str | None:
@@ -272,5 +223,5 @@ def _wait_for_new_checkpoint(checkpoint_dir: str, last: str | None, timeout: flo
         time.sleep(seconds_to_sleep)
 
 
-__all__ = ["SecondOrStepTimer", "CheckpointSaverListener", "FinalOpsHook", "FeedFnHook", "GlobalStepWaiterHook",
+__all__ = ["CheckpointSaverListener", "FinalOpsHook", "FeedFnHook", "GlobalStepWaiterHook",
            "ProfilerHook", "basic_train_loop", "checkpoints_iterator"]

@@ -32,6 +32,7 @@ from asyncflow import dtypes
 from asyncflow.graph import GraphKeys, get_default_graph
 from asyncflow.ops.control import group
 from asyncflow.train.coordinator import Coordinator, LooperThread
+from asyncflow.train.hooks import _scalar_summary, _write
 from asyncflow.train.session_manager import SessionManager
 
 log = logging.getLogger("asyncflow.train")
@@ -53,25 +54,6 @@ def _session_log(status: str, checkpoint_path: str = "") -> Any:
     except ImportError:
         return None
     return SessionLog(status=getattr(SessionLog, status), checkpoint_path=checkpoint_path)
-
-
-def _scalar_summary(tag: str, value: float) -> Any:
-    try:
-        from tensorboard.compat.proto.summary_pb2 import Summary
-    except ImportError:
-        return None
-    return Summary(value=[Summary.Value(tag=tag, simple_value=value)])
-
-
-def _write(writer: Any, method: str, *args: Any) -> None:
-    """Calls a summary writer method when the writer has it: summaries are a side job, never fatal."""
-    fn = getattr(writer, method, None) if writer is not None else None
-    if fn is None or any(a is None for a in args[:1]):
-        return
-    try:
-        fn(*args)
-    except Exception as e:  # noqa: BLE001 - a failed event write must not stop training
-        log.warning("summary writer %s failed: %s: %s", method, type(e).__name__, e)
 
 
 class Supervisor:
