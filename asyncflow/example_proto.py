@@ -11,13 +11,21 @@ protobuf's own, so bytes written by TF parse here and bytes written here parse i
 The messages live in a private descriptor pool, so importing tensorflow (whose generated
 `example_pb2` registers the same full names in protobuf's default pool) in the same process
 does not clash with them.
+
+protobuf is an optional dependency (the `tensorboard` extra): without it, `import asyncflow` still
+works and each message class raises ImportError, saying what to install, when it is used.
 """
 
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from typing import Any
 
-_F = descriptor_pb2.FieldDescriptorProto
+try:
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+except ImportError:  # pragma: no cover - depends on the environment
+    descriptor_pb2 = None
+
+_F: Any = descriptor_pb2.FieldDescriptorProto if descriptor_pb2 is not None else None
 
 _PACKAGE = "tensorflow"
 
@@ -80,12 +88,23 @@ def _example_file() -> descriptor_pb2.FileDescriptorProto:
     return fd
 
 
-POOL = descriptor_pool.DescriptorPool()
-POOL.Add(_feature_file())
-POOL.Add(_example_file())
+def _unavailable(name: str) -> type:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise ImportError(f"af.train.{name} needs the protobuf package: pip install 'protobuf>=5.29.5' "
+                          f"(or asyncflow[tensorboard])")
+
+    return type(name, (), {"__init__": fail, "FromString": staticmethod(fail)})
+
+
+if descriptor_pb2 is not None:
+    POOL = descriptor_pool.DescriptorPool()
+    POOL.Add(_feature_file())
+    POOL.Add(_example_file())
 
 
 def _message(name: str) -> type:
+    if descriptor_pb2 is None:  # pragma: no cover - depends on the environment
+        return _unavailable(name)
     return message_factory.GetMessageClass(POOL.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
 
 

@@ -84,4 +84,7 @@ class ArrowReader(ReaderBase):
 
 
 __all__ = ["ArrowReader", "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "RandomShuffleQueue", "decode_csv",
-           "decode_raw", "gfile"]
+           "decode_raw", "gfile",
+           # TFRecord files and Example parsing (asyncflow/ops/record_ops*.py)
+           "FixedLenFeature", "FixedLenSequenceFeature", "SparseFeature", "TFRecordCompressionType", "TFRecordOptions",
+           "TFRecordWriter", "VarLenFeature", "parse_example", "parse_single_example", "tf_record_iterator"]

@@ -27,7 +27,6 @@ import re
 from typing import Any
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from asyncflow import dtypes, errors
 from asyncflow.example_proto import Example
@@ -115,6 +114,8 @@ def _feature_values(k: Any, feature: Any, dtype: dtypes.DType, key: str, name: s
 
 
 def _decode(k: Any, record: Any) -> Any:
+    from google.protobuf.message import DecodeError  # protobuf is optional: needed only when parsing
+
     try:
         return Example.FromString(bytes(record)).features.feature
     except (DecodeError, TypeError):
