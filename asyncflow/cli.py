@@ -10,8 +10,9 @@ without `--cluster/--job/--task`, `worker` reads `ASYNCFLOW_CONFIG` (TF_CONFIG's
 `{"cluster": {...}, "task": {"type": "worker", "index": 0}}`). Each process logs one
 `ready job=... task=... address=...` line, serves `/healthz`, exits 1 with a message naming the
 problem (bad spec, busy port, unreachable peer) and 0 after SIGTERM/SIGINT or a shutdown.
-`local` starts a master and every task as child processes, prints the target, the spec and one
-`started job=... task=... pid=... address=...` line per child, and stops them all on Ctrl-C or SIGTERM,
+`local` starts a master and every task as child processes, prints the spec, one
+`started job=... task=... pid=... address=...` line per child, then `target: http://...` once the
+master answers (a client may connect the moment it reads that line), and stops them all on Ctrl-C or SIGTERM,
 or when one of them dies; with `--restart`, a child that dies (killed, or exiting non-zero) is started
 again on the same address instead (a new incarnation: its variables and queues start empty), with one
 `restarted ...` line on stderr, and the cluster stops only when a child exits cleanly or keeps dying.
@@ -161,6 +162,18 @@ _MAX_RESTARTS = 10  # restarts of one child within _CRASH_WINDOW_S before `local
 _CRASH_WINDOW_S = 60.0
 
 
+def _answers(address: str) -> bool:
+    """True when `http://address/healthz` answers 200 (open even with a cluster token)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{address}/healthz", timeout=1.0) as reply:
+            return reply.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 def _local(args: argparse.Namespace) -> int:
     """A whole cluster on this machine, as child processes; stops them all on SIGINT/SIGTERM."""
     import orjson
@@ -196,11 +209,16 @@ def _local(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        print(f"target: http://127.0.0.1:{port}", flush=True)
         print(f"cluster: {text}", flush=True)
         for k in range(len(plans)):
             children.append(start(k))
+        announced = False
         while not stop["flag"]:
+            # The target goes out only once the master answers (it binds after every task answers it), so
+            # a client that connects the moment it reads the line is served, not refused.
+            if not announced and _answers(plans[-1][1]):
+                print(f"target: http://127.0.0.1:{port}", flush=True)
+                announced = True
             dead = [k for k, c in enumerate(children) if c.poll() is not None]
             if dead and args.restart and all(children[k].returncode != 0 for k in dead):
                 now = time.monotonic()
@@ -218,7 +236,7 @@ def _local(args: argparse.Namespace) -> int:
                 codes = {children[k].pid: children[k].returncode for k in dead}
                 print(f"asyncflow local: a child exited ({codes}); stopping the cluster", file=sys.stderr)
                 return 0 if all(v == 0 for v in codes.values()) else 1
-            time.sleep(0.1)
+            time.sleep(0.1 if announced else 0.02)
         return 0
     finally:
         for child in children:
