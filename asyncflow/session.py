@@ -25,6 +25,7 @@ from asyncflow.device import DeviceSpec
 from asyncflow.exec.executor import Plan, Step, compile_plan
 from asyncflow.exec.frames import FrameStep
 from asyncflow.exec.resources import ResourceContainer
+from asyncflow.exec.step_stats import StepStats, as_proto, device_step_stats
 from asyncflow.gradients import IndexedSlices, IndexedSlicesValue
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph, register_session_lookup
 from asyncflow.sparse_tensor import SparseTensor, SparseTensorValue
@@ -61,12 +62,20 @@ RunOptions.TraceLevel = TraceLevel  # type: ignore[attr-defined]
 
 @dataclass
 class RunMetadata:
-    """`af.RunMetadata`: with `trace_level` > 0, `step_stats` gets one entry per node run:
-    {"node", "op", "start_s", "end_s"} (monotonic seconds)."""
+    """`af.RunMetadata`: with `trace_level` > 0, `step_stats` is TF's `StepStats` of the step (one
+    `dev_stats` entry per device, one `node_stats` entry per node run; exec/step_stats.py); else empty."""
 
-    step_stats: list[dict[str, Any]] = field(default_factory=list)
+    step_stats: StepStats = field(default_factory=StepStats)
     partition_graphs: list[dict[str, Any]] = field(default_factory=list)
     cost_graph: Any = None
+
+    def SerializeToString(self) -> bytes:  # noqa: N802 - the proto's name
+        """TF's RunMetadata proto bytes of the step stats (TensorBoard's `add_run_metadata`; needs tensorboard)."""
+        from tensorboard.compat.proto import config_pb2
+
+        proto = config_pb2.RunMetadata()
+        proto.step_stats.CopyFrom(as_proto(self.step_stats))
+        return proto.SerializeToString()
 
 
 class ConfigProto:
@@ -308,10 +317,7 @@ def _fetch_key(fetches: Any) -> Any:
 
 def _record(step: Step, run_metadata: RunMetadata | None) -> None:
     if run_metadata is not None and step.trace is not None:
-        nodes = step.plan.nodes
-        run_metadata.step_stats = [
-            {"node": nodes[i].name, "op": nodes[i].type, "start_s": t0, "end_s": t1} for i, t0, t1 in step.trace
-        ]
+        run_metadata.step_stats = StepStats([device_step_stats(step.plan, step.trace, LOCAL_DEVICE)])
 
 
 @dataclass
@@ -473,7 +479,7 @@ class BaseSession:
         else:
             step = Step(plan, feed_values, self._lock, next(self._step_ids), self._config.shuffle_seed)
         if options is not None and options.trace_level > 0:
-            step.trace = []
+            step.start_trace()
         return step
 
     def _execute(self, compiled: _CompiledRun, feed_values: list[Any], options: RunOptions | None,

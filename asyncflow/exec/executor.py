@@ -34,6 +34,10 @@ long matmul does not stop the loop: a worker keeps answering heartbeats and tran
 computes, and independent heavy kernels overlap (numpy releases the GIL). Its completion
 re-enters `_drain` like a suspended kernel's.
 
+Tracing (`RunOptions(trace_level=FULL_TRACE)`): `Step.start_trace`, before the step runs, swaps
+the calls the loop makes for timed wrappers (exec/step_stats.py); the loop itself is the same, so
+untraced steps pay nothing for it.
+
 `run_reference` is the plain path (one node at a time, in topological order) that the tests
 compare the real executor against.
 """
@@ -56,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from asyncflow import errors
+from asyncflow.exec.step_stats import traced_calls
 from asyncflow.graph import Operation, Tensor
 from asyncflow.ops.registry import KernelContext
 
@@ -88,6 +93,7 @@ class Plan:
     feed_tensors: list[Tensor] = field(default_factory=list)
     back_edges: set[tuple[int, int]] = field(default_factory=set)  # (NextIteration, Merge) node pairs
     frames: Any = None  # the FramePlan, for plans with control flow (exec/frames.py)
+    trace_info: Any = None  # nodes' timeline labels and output dtypes, made on the first traced step
 
 
 OFFLOAD_BYTES = 4 << 20  # inputs at least this large send a pure kernel to a worker thread
@@ -402,7 +408,8 @@ class Step:
         self._lock = lock
         self._done: asyncio.Future | None = None
         self._rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
-        self.trace: list[tuple[int, float, float]] | None = None  # (node, start, end) when tracing
+        self.trace: list[tuple] | None = None  # a traced step's records (exec/step_stats.py)
+        self._calls = plan.calls  # what the loop calls: the plan's kernels, or timed ones in a traced step
         self._slice_end = 0.0  # on an event loop: when _drain hands the loop back
 
     # -- the synchronous core ------------------------------------------------------------------
@@ -433,19 +440,16 @@ class Step:
 
     def _drain_ready(self) -> None:
         plan = self.plan
-        calls, arity, getters = plan.calls, plan.arity, plan.getters
+        calls, arity, getters = self._calls, plan.arity, plan.getters
         out_base, n_out, consumers = plan.out_base, plan.n_out, plan.consumers
         values, pending, ready = self.values, self.pending, self.ready
         pop = ready.popleft if self._rng is None else self._pop_random
-        trace = self.trace
         offload = plan.offload if self._done is not None else None
         done = 0
         while ready:
             if not done & 63 and done and self._yield_to_loop():
                 break
             i = pop()
-            if trace is not None:
-                t0 = time.perf_counter()
             try:
                 kind = arity[i]
                 if kind == 2:
@@ -476,8 +480,6 @@ class Step:
                     self.remaining -= done
                     return
                 continue
-            if trace is not None:
-                trace.append((i, t0, time.perf_counter()))
             k = n_out[i]
             if k == 1:
                 values[out_base[i]] = out
@@ -502,8 +504,15 @@ class Step:
         if flags is not None:
             args = [a.read() if d else a for a, d in zip(args, flags)]
         if plan.uses_step[i]:
-            return plan.calls[i](self, *args)
-        return plan.calls[i](*args)
+            return self._calls[i](self, *args)
+        return self._calls[i](*args)
+
+    def start_trace(self) -> None:
+        """Makes this a traced step (before it runs): its kernels are called through timed wrappers that
+        record each node's times, thread and outputs in `trace` (exec/step_stats.py). The choice is made
+        once per step, so an untraced step's loop carries no tracing check."""
+        self.trace = []
+        self._calls = traced_calls(self.plan, self.trace)
 
     def _pop_random(self) -> int:
         j = self._rng.randrange(len(self.ready))

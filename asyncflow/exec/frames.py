@@ -191,7 +191,7 @@ class FrameStep(Step):
 
     def _drain_ready(self) -> None:
         fp, plan = self.fplan, self.plan
-        kinds, n_out, arity, getters, calls = fp.kind, plan.n_out, plan.arity, plan.getters, plan.calls
+        kinds, n_out, arity, getters, calls = fp.kind, plan.n_out, plan.arity, plan.getters, self._calls
         ready = self.ready
         pop = ready.popleft if self._rng is None else self._pop_random
         while ready:
@@ -245,8 +245,8 @@ class FrameStep(Step):
         if flags is not None:
             args = [a.read() if d else a for a, d in zip(args, flags)]
         if plan.uses_step[i]:
-            return plan.calls[i](self, *args)
-        return plan.calls[i](*args)
+            return self._calls[i](self, *args)
+        return self._calls[i](*args)
 
     def _outputs(self, i: int, out: Any) -> list[Any]:
         n = self.plan.n_out[i]

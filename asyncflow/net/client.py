@@ -12,19 +12,23 @@ already sent were changed (a control input added), the client starts a new maste
 the whole graph (state lives in the workers' containers, so nothing is lost). A (graph
 version, feeds, fetches, targets) signature becomes a callable on the master once; a step is
 then one request: the callable id and the feeds as Arrow buffers, answered with the fetches.
-Plain `run` uses a blocking HTTP client in the calling thread (no event-loop hop); `arun` uses
-the asynchronous one on the caller's loop.
+With `RunOptions(trace_level > 0)` the master answers with every device's step stats on its clock;
+they are moved onto this process's clock (offset estimated from the step's request and answer)
+into `run_metadata.step_stats`. Plain `run` uses a blocking HTTP client in the calling thread (no
+event-loop hop); `arun` uses the asynchronous one on the caller's loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from asyncflow import errors
+from asyncflow.exec.step_stats import StatsError, StepStats, from_peer
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph
 from asyncflow.net import auth, wire
 from asyncflow.net.http import AsyncClient, BlockingClient, PeerUnavailable, Response
@@ -173,13 +177,22 @@ class RemoteSession:
     def _step_request(self, call: _RemoteCallable, values: list[Any], options: Any) -> tuple[str, list, float | None]:
         ms = (getattr(options, "timeout_in_ms", 0) or 0) or self.config.operation_timeout_ms
         descriptors, buffers = wire.encode_values(values)
-        chunks = wire.frame_chunks(wire.RunStep(call.id, int(ms), descriptors), buffers)
+        trace = (getattr(options, "trace_level", 0) or 0) > 0
+        chunks = wire.frame_chunks(wire.RunStep(call.id, int(ms), descriptors, trace), buffers)
         return f"/v1/master/sessions/{self.handle}/run", chunks, (ms / 1000.0 + 30.0 if ms > 0 else None)
 
-    def _results(self, call: _RemoteCallable, response: Response) -> list[Any]:
+    def _results(self, call: _RemoteCallable, response: Response, metadata: Any = None, sent_ns: int = 0,
+                 answered_ns: int = 0) -> list[Any]:
+        """The fetches of a StepDone; a traced step's stats go to `metadata.step_stats`, on this process's clock
+        (the master's offset estimated from the request sent at `sent_ns` and answered at `answered_ns`)."""
         msg, buffers = wire.parse_frame(response.body, wire.StepDone)
         if msg.error is not None:
             raise wire.to_op_error(msg.error, self.graph)
+        if metadata is not None and msg.clock:
+            try:
+                metadata.step_stats = StepStats(from_peer(msg.step_stats, msg.clock, sent_ns, answered_ns))
+            except StatsError as e:
+                raise errors.DataLossError(None, None, f"malformed step stats from {self.target}: {e}") from None
         if len(buffers) != len(call.fetch_specs):
             raise errors.InternalError(None, None, f"the master sent {len(buffers)} fetches, expected "
                                                    f"{len(call.fetch_specs)}")
@@ -205,8 +218,10 @@ class RemoteSession:
 
         mapped, call, values = self._prepare(session, fetches, feed_dict)
         path, chunks, timeout = self._step_request(call, values, options)
+        sent = time.time_ns()
         response = self._request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout)
-        return mapped.rebuild([_to_user(v) for v in self._results(call, response)])
+        results = self._results(call, response, run_metadata, sent, time.time_ns())
+        return mapped.rebuild([_to_user(v) for v in results])
 
     async def arun(self, session: Any, fetches: Any, feed_dict: Any = None, options: Any = None,
                    run_metadata: Any = None) -> Any:
@@ -221,13 +236,15 @@ class RemoteSession:
         client = self._async.get(loop)
         if client is None:
             client = self._async[loop] = AsyncClient(self.address, self.token)
+        sent = time.time_ns()
         try:
             response = await client.request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout)
         except PeerUnavailable as e:
             raise errors.UnavailableError(None, None, f"master at {self.target} is unavailable: {e}") from None
+        answered = time.time_ns()
         if response.status != 200:
             raise response_error(response, self.target)
-        return mapped.rebuild([_to_user(v) for v in self._results(call, response)])
+        return mapped.rebuild([_to_user(v) for v in self._results(call, response, run_metadata, sent, answered)])
 
     def make_callable(self, session: Any, fetches: Any, feed_list: Any = None, accept_options: bool = False) -> Any:
         from asyncflow.session import _FeedSpec, _Fetches, _to_user
@@ -244,8 +261,10 @@ class RemoteSession:
                 raise TypeError(f"This callable takes {len(feed_tensors)} feed values, got {len(args)}")
             remote = self._callable(mapped.tensors, mapped.targets, feed_tensors)
             path, chunks, timeout = self._step_request(remote, [s.convert(v) for s, v in zip(specs, args)], options)
+            sent = time.time_ns()
             response = self._request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout)
-            return mapped.rebuild([_to_user(v) for v in self._results(remote, response)])
+            results = self._results(remote, response, run_metadata, sent, time.time_ns())
+            return mapped.rebuild([_to_user(v) for v in results])
 
         return call
 

@@ -18,6 +18,10 @@ of each session that meets the new incarnation fails with `AbortedError` naming 
 the session's steps depend on, its variables and queues, is gone; a MonitoredTrainingSession then
 restores the latest checkpoint), and later steps of that session run on the restarted task.
 
+A traced step (`stats` given to `run`) asks every partition for its step stats; each worker's
+come back with its StepDone, moved onto the master's clock (`peer_step_stats`: NTP's offset
+estimate from that request and answer), and the master hands them on to the client the same way.
+
 `WorkerHandle` is how the master talks to a worker: `HttpWorker` over the network, or
 `LocalWorker` for the worker of this very process (no serialisation of the request).
 """
@@ -37,6 +41,7 @@ from asyncflow import errors
 from asyncflow.exec.executor import needed_ops
 from asyncflow.exec.partition import partition, process_of
 from asyncflow.exec.placement import place
+from asyncflow.exec.step_stats import DeviceStepStats, StatsError, from_peer
 from asyncflow.graph import Graph, Operation, Tensor
 from asyncflow.net import wire
 from asyncflow.net.http import AsyncClient, PeerUnavailable
@@ -70,15 +75,21 @@ class HttpWorker:
                                wire.FRAME_CONTENT_TYPE, timeout=120.0)
         return wire.from_obj(wire.GraphRegistered, obj).handle
 
-    async def run(self, handle: str, req: wire.RunGraph, feeds: Sequence[Any]) -> list[Any]:
+    async def run(self, handle: str, req: wire.RunGraph, feeds: Sequence[Any], stats: list | None = None) -> list[Any]:
+        """The partition's fetches; a traced step (`req.trace`) also appends the worker's DeviceStepStats to `stats`,
+        moved onto this process's clock (the offset estimated from this very request and its answer)."""
         req.tensors = [d for d, _ in feeds]
+        sent = time.time_ns()
         response = await self.client.request("POST", f"/v1/worker/graphs/{handle}/run",
                                              wire.frame_chunks(req, [[b] for _, b in feeds]), wire.FRAME_CONTENT_TYPE)
+        answered = time.time_ns()
         if response.status != 200:
             raise response_error(response, self.task)
         msg, buffers = wire.parse_frame(response.body, wire.StepDone)
         if msg.error is not None:
             raise wire.to_op_error(msg.error)
+        if stats is not None:
+            stats.extend(peer_step_stats(msg, sent, answered, self.task))
         return list(zip(wire.check_descriptors(msg.tensors, len(buffers), "StepDone"), ([b] for b in buffers)))
 
     async def run_raw(self, handle: str, req: wire.RunGraph, feeds: Sequence[Any]) -> memoryview:
@@ -117,12 +128,15 @@ class LocalWorker:
     async def register(self, req: wire.RegisterGraph, buffers: Sequence[Any]) -> str:
         return self.service.register_graph(req, buffers).handle
 
-    async def run(self, handle: str, req: wire.RunGraph, feeds: Sequence[Any]) -> list[Any]:
+    async def run(self, handle: str, req: wire.RunGraph, feeds: Sequence[Any], stats: list | None = None) -> list[Any]:
         req.tensors = [d for d, _ in feeds]
+        traced: list | None = [] if stats is not None else None
         try:
-            values = await self.service.run_graph(handle, req, [b for _, b in feeds])
+            values = await self.service.run_graph(handle, req, [b for _, b in feeds], traced)
         except errors.OpError as e:
             raise wire.to_op_error(wire.error_info(e, self.task)) from None
+        if traced:  # this process's clock already
+            stats.extend(dev for dev, _ in traced)
         return [wire.encode_value(v) for v in values]
 
     async def deregister(self, handle: str) -> None:
@@ -476,10 +490,13 @@ class MasterService:
             raise err
 
     # -- steps -----------------------------------------------------------------------------------------------
-    async def run(self, handle: str, callable_id: int, feeds: Sequence[Any], timeout_ms: int) -> Any:
+    async def run(self, handle: str, callable_id: int, feeds: Sequence[Any], timeout_ms: int,
+                  stats: list | None = None) -> Any:
         """One step of a callable. `feeds` and the fetches returned are (descriptor, data) pairs, as
         `wire.encode_value` makes them (data: a buffer for feeds, a list of chunks for fetches); or,
-        when one remote partition answers the whole step, its StepDone frame as it came (memoryview)."""
+        when one remote partition answers the whole step, its StepDone frame as it came (memoryview).
+        With `stats` (a list), the step is traced: every partition's DeviceStepStats, on this process's
+        clock, is appended to it."""
         session = self._session(handle)
         c = session.callables.get(callable_id)
         if c is None:
@@ -500,18 +517,20 @@ class MasterService:
                     session.callables[c.id], session.by_key[c.key] = c, c.id
                 c = session.callables[callable_id]
         timeout_ms = timeout_ms or session.config.operation_timeout_ms
-        if c.single and isinstance(self.workers[c.parts[0].task], HttpWorker):
+        if c.single and stats is None and isinstance(self.workers[c.parts[0].task], HttpWorker):
             return await self._run_step(c, feeds, timeout_ms, raw=True)
-        results = await self._run_step(c, feeds, timeout_ms)
+        results = await self._run_step(c, feeds, timeout_ms, stats=stats)
         return [(feeds[i][0], [feeds[i][1]]) if k < 0 else results[k][i] for k, i in c.fetch_sources]
 
-    async def _run_step(self, c: _Callable, feeds: Sequence[Any], timeout_ms: int, raw: bool = False) -> Any:
+    async def _run_step(self, c: _Callable, feeds: Sequence[Any], timeout_ms: int, raw: bool = False,
+                        stats: list | None = None) -> Any:
         step_id = random.getrandbits(62)
-        req = wire.RunGraph(step_id, timeout_ms)
+        trace = stats is not None
+        req = wire.RunGraph(step_id, timeout_ms, trace=trace)
         if len(c.parts) == 1:  # nothing to abort elsewhere: one request, its answer
             self.counters["master_steps_total"] += 1
             p = c.parts[0]
-            fut = asyncio.ensure_future(self._run_part(p, req, [feeds[i] for i in p.feed_index], raw))
+            fut = asyncio.ensure_future(self._run_part(p, req, [feeds[i] for i in p.feed_index], raw, stats))
             inflight = self._inflight[step_id] = {"futures": {p.task: fut}, "forced": None,
                                                   "started": time.monotonic()}
             try:
@@ -527,8 +546,9 @@ class MasterService:
             finally:
                 del self._inflight[step_id]
                 fut.cancel()
-        futures = {p.task: asyncio.ensure_future(self._run_part(p, wire.RunGraph(step_id, timeout_ms),
-                                                                [feeds[i] for i in p.feed_index])) for p in c.parts}
+        futures = {p.task: asyncio.ensure_future(self._run_part(p, wire.RunGraph(step_id, timeout_ms, trace=trace),
+                                                                [feeds[i] for i in p.feed_index], stats=stats))
+                   for p in c.parts}
         inflight = {"futures": futures, "forced": None, "started": time.monotonic()}
         self._inflight[step_id] = inflight
         self.counters["master_steps_total"] += 1
@@ -567,11 +587,12 @@ class MasterService:
                 await asyncio.gather(aborting, return_exceptions=True)
             await asyncio.gather(*futures.values(), return_exceptions=True)
 
-    async def _run_part(self, p: _PartRun, req: wire.RunGraph, feeds: list[Any], raw: bool = False) -> Any:
+    async def _run_part(self, p: _PartRun, req: wire.RunGraph, feeds: list[Any], raw: bool = False,
+                        stats: list | None = None) -> Any:
         try:
             if raw:
                 return await self.workers[p.task].run_raw(p.handle, req, feeds)
-            return await self.workers[p.task].run(p.handle, req, feeds)
+            return await self.workers[p.task].run(p.handle, req, feeds, stats)
         except PeerUnavailable as e:
             raise _unavailable(p.task, e) from None
 
@@ -579,6 +600,15 @@ class MasterService:
         async with asyncio.timeout(ABORT_GRACE_S):
             await asyncio.gather(*(self.workers[p.task].abort(step_id, info) for p in c.parts if p.task not in
                                    self.dead), return_exceptions=True)
+
+
+def peer_step_stats(msg: wire.StepDone, sent_ns: int, answered_ns: int, peer: str) -> list[DeviceStepStats]:
+    """A traced StepDone's DeviceStepStats on this process's clock (`step_stats.from_peer`); DataLossError
+    naming the peer when they are malformed."""
+    try:
+        return from_peer(msg.step_stats, msg.clock, sent_ns, answered_ns)
+    except StatsError as e:
+        raise errors.DataLossError(None, None, f"malformed step stats from {peer}: {e}") from None
 
 
 def _check_fed(fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor]) -> None:
@@ -616,4 +646,4 @@ def _root(failures: list[errors.OpError]) -> errors.OpError:
     return next((e for e in failures if not getattr(e, "derived", False)), failures[0])
 
 
-__all__ = ["MasterService", "MasterSession", "HttpWorker", "LocalWorker"]
+__all__ = ["MasterService", "MasterSession", "HttpWorker", "LocalWorker", "peer_step_stats"]

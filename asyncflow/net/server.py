@@ -20,12 +20,14 @@ import ipaddress
 import logging
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from asyncflow import errors
+from asyncflow.exec.step_stats import to_obj
 from asyncflow.net import auth, wire
 from asyncflow.net.master import MasterService
 from asyncflow.net.worker import WorkerService, add_routes, error_response, json_response, write_chunks
@@ -115,16 +117,21 @@ def add_master_routes(app: web.Application, master: MasterService, task: str) ->
         return json_response(await master.make_callable(request.match_info["handle"], req))
 
     async def run(request: web.Request) -> web.StreamResponse:
+        received = time.time_ns()
         req, buffers = wire.parse_frame(await request.read(), wire.RunStep)
         feeds = list(zip(wire.check_descriptors(req.tensors, len(buffers), "RunStep"), buffers))
+        stats: list | None = [] if req.trace else None  # a traced step: every device's stats, on our clock
         try:
-            fetches = await master.run(request.match_info["handle"], req.callable, feeds, req.timeout_ms)
+            fetches = await master.run(request.match_info["handle"], req.callable, feeds, req.timeout_ms, stats)
         except errors.OpError as e:
             chunks = wire.frame_chunks(wire.StepDone(wire.error_info(e, getattr(e, "task", "") or "")))
             return await write_chunks(request, chunks, wire.FRAME_CONTENT_TYPE)
         if isinstance(fetches, memoryview):  # one worker's answer is the step's: forwarded as it came
             return await write_chunks(request, [fetches], wire.FRAME_CONTENT_TYPE)
         done = wire.StepDone(tensors=[d for d, _ in fetches])
+        if stats is not None:
+            done.step_stats = [to_obj(dev) for dev in stats]
+            done.clock = [received, time.time_ns()]
         return await write_chunks(request, wire.frame_chunks(done, [c for _, c in fetches]), wire.FRAME_CONTENT_TYPE)
 
     async def close(request: web.Request) -> web.Response:

@@ -116,12 +116,15 @@ class RunStep:
     callable: int  # the feeds are the frame's buffers, in the callable's feed order
     timeout_ms: int = 0
     tensors: list[Any] = field(default_factory=list)  # one descriptor per buffer (see `encode_value`)
+    trace: bool = False  # RunOptions(trace_level > 0): answer with the step's stats
 
 
 @dataclass
 class StepDone:
     error: ErrorInfo | None = None  # else the fetches are the frame's buffers
     tensors: list[Any] = field(default_factory=list)
+    step_stats: list[Any] = field(default_factory=list)  # a traced step's, one per device (`step_stats.to_obj`)
+    clock: list[int] = field(default_factory=list)  # traced: [request received, answer sent], the sender's ns
 
 
 @dataclass
@@ -148,6 +151,7 @@ class RunGraph:
     step_id: int
     timeout_ms: int = 0
     tensors: list[Any] = field(default_factory=list)
+    trace: bool = False
 
 
 @dataclass

@@ -57,6 +57,7 @@ from asyncflow.exec.frames import FrameStep
 from asyncflow.exec.partition import process_of
 from asyncflow.exec.rendezvous import RecvSpec, Rendezvous, check_received
 from asyncflow.exec.resources import ResourceContainer
+from asyncflow.exec.step_stats import device_step_stats, to_obj
 from asyncflow.graph import Graph
 from asyncflow.net import wire
 from asyncflow.net.http import AsyncClient, PeerUnavailable
@@ -220,6 +221,7 @@ class WorkerService:
                          "pull_requests_total": 0, "bytes_pulled_total": 0, "tensors_served_total": 0,
                          "bytes_served_total": 0}
         self.on_shutdown: Any = None
+        self.wall_clock_ns = time.time_ns  # the clock of this task's step stats (tests skew it)
 
     # -- partitions ------------------------------------------------------------------------------------
     def register_graph(self, req: wire.RegisterGraph, buffers: Sequence[Any]) -> wire.GraphRegistered:
@@ -262,8 +264,11 @@ class WorkerService:
         while len(self.finished) > 20000:
             self.finished.popitem(last=False)
 
-    async def run_graph(self, handle: str, req: wire.RunGraph, feed_buffers: Sequence[Any]) -> list[Any]:
-        """Runs a registered partition for one step; returns its fetches (numpy) or raises the OpError."""
+    async def run_graph(self, handle: str, req: wire.RunGraph, feed_buffers: Sequence[Any],
+                        stats: list | None = None) -> list[Any]:
+        """Runs a registered partition for one step; returns its fetches (numpy) or raises the OpError.
+        A traced step (`req.trace`) appends (its DeviceStepStats, [received, done] on `wall_clock_ns`) to `stats`."""
+        received = self.wall_clock_ns()
         reg = self.graphs.get(handle)
         if reg is None:
             raise errors.AbortedError(None, None, f"{self.task_name} has no partition {handle!r} (the worker "
@@ -286,6 +291,8 @@ class WorkerService:
             step.rendezvous = state.rendezvous
         else:
             step = Step(reg.plan, feeds, self._lock, req.step_id, rendezvous=state.rendezvous)
+        if req.trace:
+            step.start_trace()
         state.running.append(step)
         self.counters["steps_total"] += 1
         error: BaseException | None = None
@@ -295,6 +302,9 @@ class WorkerService:
             on_loop = reg.plan.has_async or any(reg.plan.offload)
             values = await step.run_async(timeout) if on_loop else step.run_sync()
             await state.rendezvous.wait_consumed(timeout if timeout is not None else self.pull_timeout_s)
+            if step.trace is not None and stats is not None:
+                dev = device_step_stats(reg.plan, step.trace, self.device, self.wall_clock_ns)
+                stats.append((dev, [received, self.wall_clock_ns()]))
             return values
         except TimeoutError:
             error = errors.DeadlineExceededError(None, None, f"step {req.step_id} timed out on {self.task_name} "
@@ -566,13 +576,19 @@ def add_routes(app: web.Application, worker: WorkerService) -> None:
 
     async def run(request: web.Request) -> web.StreamResponse:
         req, buffers = wire.parse_frame(await request.read(), wire.RunGraph)
+        stats: list | None = [] if req.trace else None
         try:
-            values = await worker.run_graph(request.match_info["handle"], req, buffers)
+            values = await worker.run_graph(request.match_info["handle"], req, buffers, stats)
         except errors.OpError as e:
             return await write_chunks(request, wire.frame_chunks(wire.StepDone(wire.error_info(e, worker.task_name))),
                                       wire.FRAME_CONTENT_TYPE)
         descriptors, buffers = wire.encode_values(values)
-        chunks = wire.frame_chunks(wire.StepDone(tensors=descriptors), buffers)
+        done = wire.StepDone(tensors=descriptors)
+        if stats:
+            (dev, done.clock), = stats
+            done.step_stats = [to_obj(dev)]
+            done.clock[1] = worker.wall_clock_ns()
+        chunks = wire.frame_chunks(done, buffers)
         return await write_chunks(request, chunks, wire.FRAME_CONTENT_TYPE)
 
     async def deregister(request: web.Request) -> web.Response:

@@ -219,10 +219,11 @@ def test_trace_records_every_node():
     meta = af.RunMetadata()
     with af.Session(graph=graph) as sess:
         sess.run(y, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE), run_metadata=meta)
-    names = [s["node"] for s in meta.step_stats]
+    (dev,) = meta.step_stats.dev_stats
+    names = [s.node_name for s in dev.node_stats]
     # Constants are preset, not run (as TF's executor forwards a constant's tensor).
     assert sorted(names) == sorted(op.name for op in graph.get_operations() if op.type != "Const")
-    assert all(s["end_s"] >= s["start_s"] for s in meta.step_stats)
+    assert all(s.all_end_rel_micros >= 0 for s in dev.node_stats)
 
 
 async def test_arun_from_a_running_loop_with_waiting_kernels():
