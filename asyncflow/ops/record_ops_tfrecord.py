@@ -271,7 +271,7 @@ class _Inflating(io.RawIOBase):
 
 def open_records(path: str, compression_type: str = "", buffer_size: int | None = None) -> BinaryIO:
     """The uncompressed byte stream of a TFRecord file (NotFoundError & co. when it cannot be opened)."""
-    size = buffer_size or _DEFAULT_BUFFER
+    size = max(buffer_size or _DEFAULT_BUFFER, 4096)  # TF's buffer_size is a hint; tiny buffers only cost time
     try:
         raw = open(path, "rb", buffering=size)  # noqa: SIM115 - the caller closes it
     except OSError as exc:
