@@ -1,3 +1,25 @@
-"""`af.data`, as `tf.compat.v1.data`: datasets and iterators on the asyncio runtime (issue 11)."""
+"""`af.data`, as `tf.compat.v1.data`: datasets and iterators on the asyncio runtime (issue 11).
 
-__all__: list[str] = []
+The graph side is dataset.py (sources, `SourceDataset`), dataset_transforms.py and iterator.py;
+structure.py holds nested element structures and specs; functions.py traces dataset functions
+into function graphs; runtime*.py run pipelines (see runtime.py's docstring for the design).
+"""
+
+from asyncflow.data import experimental
+from asyncflow.data.dataset import Dataset, DatasetV1, DatasetV2, Options, SourceDataset
+from asyncflow.data.iterator import (
+    Iterator,
+    get_output_classes,
+    get_output_shapes,
+    get_output_types,
+    make_initializable_iterator,
+    make_one_shot_iterator,
+)
+from asyncflow.data.runtime import AUTOTUNE
+from asyncflow.data.structure import TensorSpec
+
+__all__: list[str] = [
+    "AUTOTUNE", "Dataset", "DatasetV1", "DatasetV2", "Iterator", "Options", "SourceDataset", "TensorSpec",
+    "experimental", "get_output_classes", "get_output_shapes", "get_output_types", "make_initializable_iterator",
+    "make_one_shot_iterator",
+]

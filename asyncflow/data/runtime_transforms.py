@@ -1,0 +1,640 @@
+"""The transformation stages: map, filter, flat_map/interleave, batch, shuffle, repeat, prefetch, ...
+
+Each reads its input stage(s) block by block (see runtime_stages.py). The ones that wait on
+something other than their input: `prefetch`, whose producer task (owned by the pipeline's
+`TaskOwner`) fills a bounded buffer while the consumer (the step's `IteratorGetNext`) takes from
+it, so input work overlaps the training step's awaits; and a `map` of a Python-holding function
+with `num_parallel_calls`, which keeps that many calls in flight in the data thread pool and
+hands the results on in input order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from asyncflow import errors
+from asyncflow.data import runtime_cache
+from asyncflow.data.runtime import AUTOTUNE, THREADED_AUTOTUNE, Block, Env, check_element, pool
+from asyncflow.data.runtime_stages import Maker, Rows, Stage, _specs, _what, build, builder
+
+
+# -- map and filter -----------------------------------------------------------------------------------------
+class _Map(Stage):
+    def __init__(self, node: dict, env: Env, make_input: Maker):
+        self.input = make_input()
+        self.inputs = (self.input,)
+        self.rows = Rows(self.input)
+        self.node = node
+        self.fn = env.function(node["fn"])
+        self.types, self.shapes = _specs(node)
+        p = node.get("num_parallel_calls") or 1
+        self.parallel = (THREADED_AUTOTUNE if p == AUTOTUNE else p) if self.fn.threaded else 1
+        self.pending: deque = deque()
+        self.out: deque[Block] = deque()
+
+    def _check(self, outs: list[np.ndarray], batched: bool) -> list[np.ndarray]:
+        if len(outs) != len(self.types):
+            raise errors.InvalidArgumentError(None, None, f"{_what(self.node)}: the function returned {len(outs)} "
+                                                          f"values, expected {len(self.types)}")
+        check_element([o[0] for o in outs] if batched else outs, self.types, self.shapes, _what(self.node))
+        return outs
+
+    async def next(self) -> Block | None:
+        if self.fn.vectorised:
+            block = await self.input.next()
+            if block is None:
+                return None
+            outs = self._check(self.fn.call_block(block), True) if block.n else []
+            return Block(outs, block.n)
+        if self.parallel > 1:
+            return await self._next_parallel()
+        while not self.out:
+            n = await self.rows.ensure()
+            if not n:
+                return None
+            block = self.rows.take_now(n)
+            for i in range(block.n):
+                self.out.append(Block.of_element(self._check(self.fn.call(block.row(i)), False)))
+        return self.out.popleft()
+
+    async def _next_parallel(self) -> Block | None:
+        loop = asyncio.get_running_loop()
+        while len(self.pending) < self.parallel:
+            row = await self.rows.take(1)
+            if row is None:
+                break
+            self.pending.append(loop.run_in_executor(pool(), self.fn.call, row.row(0)))
+        if not self.pending:
+            return None
+        outs = await self.pending.popleft()
+        return Block.of_element(self._check(outs, False))
+
+    async def aclose(self) -> None:
+        for f in self.pending:
+            f.cancel()
+        self.pending.clear()
+        await super().aclose()
+
+
+@builder("MapDataset", "ParallelMapDataset")
+def _map(node: dict, env: Env) -> Maker:
+    make_input = build(node["input"], env)
+    return lambda: _Map(node, env, make_input)
+
+
+class _Filter(Stage):
+    def __init__(self, node: dict, env: Env, make_input: Maker):
+        self.input = make_input()
+        self.inputs = (self.input,)
+        self.node = node
+        self.fn = env.function(node["fn"])
+
+    def _keep(self, value: Any) -> bool:
+        v = np.asarray(value)
+        if v.shape != () or v.dtype != np.bool_:
+            raise errors.InvalidArgumentError(None, None, f"{_what(self.node)}: the predicate must return a "
+                                                          f"scalar bool, got {v.dtype} {list(v.shape)}")
+        return bool(v)
+
+    async def next(self) -> Block | None:
+        while True:
+            block = await self.input.next()
+            if block is None:
+                return None
+            if self.fn.vectorised:
+                mask = np.asarray(self.fn.call_block(block)[0], dtype=bool).reshape(block.n)
+            else:
+                mask = np.array([self._keep(self.fn.call(block.row(i))[0]) for i in range(block.n)], dtype=bool)
+            k = int(mask.sum())
+            if k == block.n:
+                return block
+            if k:
+                return Block([c[mask] for c in block.cols], k)
+
+
+@builder("FilterDataset")
+def _filter(node: dict, env: Env) -> Maker:
+    make_input = build(node["input"], env)
+    return lambda: _Filter(node, env, make_input)
+
+
+# -- flat_map and interleave ------------------------------------------------------------------------------
+def _inner_maker(node: dict, env: Env) -> Any:
+    fn = env.function(node["fn"])
+    program = env.program.inner[node["inner"]]
+
+    def open_element(row: list[np.ndarray]) -> Stage:
+        inner_env = Env(program, fn.call(row), env.owner)
+        return program.make(inner_env)
+    return open_element
+
+
+class _Interleave(Stage):
+    """TF's interleave order: a cycle of open inner iterators, `block_length` elements from each in turn;
+    an exhausted one is replaced from the input in its place. flat_map is cycle_length 1."""
+
+    def __init__(self, node: dict, env: Env, make_input: Maker):
+        self.input = make_input()
+        self.rows = Rows(self.input)
+        self.open_element = _inner_maker(node, env)
+        self.cycle = [None] * max(1, node.get("cycle_length", 1))
+        self.block_length = max(1, node.get("block_length", 1))
+        self.index = 0
+        self.in_block = 0
+        self.input_ended = False
+        self.n_open = 0
+
+    def _advance(self) -> None:
+        self.in_block = 0
+        self.index = (self.index + 1) % len(self.cycle)
+
+    async def next(self) -> Block | None:
+        while not self.input_ended or self.n_open:
+            current = self.cycle[self.index]
+            if current is not None:
+                block = await current.take(self.block_length - self.in_block)
+                if block is not None:
+                    self.in_block += block.n
+                    if self.in_block >= self.block_length:
+                        self._advance()
+                    return block
+                await current.stage.aclose()
+                self.cycle[self.index] = None
+                self.n_open -= 1
+                self._advance()
+            elif not self.input_ended:
+                row = await self.rows.take(1)
+                if row is None:
+                    self.input_ended = True
+                else:
+                    self.cycle[self.index] = Rows(self.open_element(row.row(0)))
+                    self.n_open += 1
+            else:
+                self._advance()
+        return None
+
+    async def aclose(self) -> None:
+        for r in self.cycle:
+            if r is not None:
+                await r.stage.aclose()
+        await self.input.aclose()
+
+
+@builder("FlatMapDataset", "InterleaveDataset", "ParallelInterleaveDatasetV2")
+def _interleave(node: dict, env: Env) -> Maker:
+    make_input = build(node["input"], env)
+    return lambda: _Interleave(node, env, make_input)
+
+
+# -- batching ---------------------------------------------------------------------------------------------
+class _Batch(Stage):
+    def __init__(self, node: dict, env: Env, make_input: Maker):
+        self.input = make_input()
+        self.inputs = (self.input,)
+        self.rows = Rows(self.input)
+        self.node = node
+        self.size = int(env.capture(node["captures"][0]))
+        self.drop = bool(env.capture(node["captures"][1]))
+        if self.size <= 0:
+            raise errors.InvalidArgumentError(None, None, f"{_what(node)}: Batch size must be greater than zero.")
+        self.padded = node["op"] == "PaddedBatchDatasetV2"
+        if self.padded:
+            self.pad_shapes = [np.asarray(env.capture(i)).astype(np.int64) for i in node["padded_shapes"]]
+            self.pad_values = [env.capture(i) for i in node["padding_values"]]
+
+    async def next(self) -> Block | None:
+        parts: list[Block] = []
+        count = 0
+        while count < self.size:
+            b = await self.rows.take(self.size - count)
+            if b is None:
+                break
+            parts.append(b)
+            count += b.n
+        if count == 0 or (self.drop and count < self.size):
+            return None
+        cols = [self._pad(parts, i) if self.padded else self._stack(parts, i) for i in range(len(parts[0].cols))]
+        return Block([c[np.newaxis] for c in cols], 1)
+
+    def _stack(self, parts: list[Block], i: int) -> np.ndarray:
+        if len(parts) == 1:
+            return parts[0].cols[i]
+        first = parts[0].cols[i].shape[1:]
+        seen = parts[0].n
+        for p in parts[1:]:
+            if p.cols[i].shape[1:] != first:
+                raise errors.InvalidArgumentError(
+                    None, None, f"{_what(self.node)}: Cannot batch tensors with different shapes in component {i}. "
+                                f"First element had shape {list(first)} and element {seen} had shape "
+                                f"{list(p.cols[i].shape[1:])}.")
+            seen += p.n
+        return np.concatenate([p.cols[i] for p in parts])
+
+    def _pad(self, parts: list[Block], i: int) -> np.ndarray:
+        want = self.pad_shapes[i]
+        rank = len(want)
+        for p in parts:
+            if p.cols[i].ndim - 1 != rank:
+                raise errors.InvalidArgumentError(
+                    None, None, f"{_what(self.node)}: padded_shapes[{i}] has rank {rank}, but an element of component "
+                                f"{i} has shape {list(p.cols[i].shape[1:])}")
+        longest = [max(p.cols[i].shape[1 + d] for p in parts) for d in range(rank)]
+        shape = [longest[d] if want[d] < 0 else int(want[d]) for d in range(rank)]
+        for p in parts:
+            for d in range(rank):
+                if p.cols[i].shape[1 + d] > shape[d]:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"{_what(self.node)}: Attempted to pad to a smaller size than the input element. "
+                                    f"Component {i}: element shape {list(p.cols[i].shape[1:])}, padded shape {shape}")
+        dtype = parts[0].cols[i].dtype
+        out = np.empty([sum(p.n for p in parts)] + shape, dtype=dtype)
+        out[...] = self.pad_values[i]
+        row = 0
+        for p in parts:
+            c = p.cols[i]
+            out[(slice(row, row + p.n),) + tuple(slice(0, s) for s in c.shape[1:])] = c
+            row += p.n
+        return out
+
+
+@builder("BatchDatasetV2", "PaddedBatchDatasetV2")
+def _batch(node: dict, env: Env) -> Maker:
+    make_input = build(node["input"], env)
+    return lambda: _Batch(node, env, make_input)
+
+
+class _Unbatch(Stage):
+    def __init__(self, node: dict, make_input: Maker):
+        self.input = make_input()
+        self.inputs = (self.input,)
+        self.node = node
+
+    async def next(self) -> Block | None:
+        while True:
+            block = await self.input.next()
+            if block is None:
+                return None
+            sizes = {c.shape[1] if c.ndim > 1 else None for c in block.cols}
+            if None in sizes or len(sizes) != 1:
+                raise errors.InvalidArgumentError(None, None, f"{_what(self.node)}: Input element must have a "
+                                                              f"non-scalar value in each component, all of one size "
+                                                              f"in dimension 0")
+            b = sizes.pop()
+            if b:
+                return Block([c.reshape((block.n * b,) + c.shape[2:]) for c in block.cols], block.n * b)
+
+
+@builder("UnbatchDataset")
+def _unbatch(node: dict, env: Env) -> Maker:
+    make_input = build(node["input"], env)
+    return lambda: _Unbatch(node, make_input)
+
+
+# -- order: shuffle, repeat, take, skip, zip, concatenate ---------------------------------------------------
+class _Shuffle(Stage):
+    """TF's shuffle buffer: fill `size` rows, then each output is a uniformly random buffered row, whose slot
+    takes the next input row; at the end of the input the rest leave in random order."""
+
+    def __init__(self, size: int, rng: np.random.Generator, make_input: Maker):
+        self.input = make_input()
+        self.inputs = (self.input,)
+        self.rows = Rows(self.input)
+        self.size = size
+        self.rng = rng
+        self.buf: list[np.ndarray] | None = None
+        self.filled = 0
+        self.listed: list[Block] | None = None  # rows of varying shapes: one Block per row
+
+    def _fits(self, block: Block) -> bool:
+        return all(c.shape[1:] == b.shape[1:] and c.dtype == b.dtype for c, b in zip(block.cols, self.buf))
+
+    def _to_list(self) -> None:
+        self.listed = [Block([c[i:i + 1] for c in self.buf], 1) for i in range(self.filled)]
+        self.buf = None
+
+    def _append(self, block: Block) -> None:
+        if self.listed is not None:
+            self.listed.extend(block.slice(i, i + 1) for i in range(block.n))
+            return
+        if self.buf is None:
+            cap = min(self.size, max(block.n, 16))
+            self.buf = [np.empty((cap,) + c.shape[1:], c.dtype) for c in block.cols]
+        elif not self._fits(block):
+            self._to_list()
+            self._append(block)
+            return
+        need = self.filled + block.n
+        if need > len(self.buf[0]):
+            cap = min(self.size, max(need, 2 * len(self.buf[0])))
+            self.buf = [np.concatenate([b[:self.filled], np.empty((cap - self.filled,) + b.shape[1:], b.dtype)])
+                        for b in self.buf]
+        for b, c in zip(self.buf, block.cols):
+            b[self.filled:need] = c
+        self.filled = need
+
+    def _count(self) -> int:
+        return len(self.listed) if self.listed is not None else self.filled
+
+    async def next(self) -> Block | None:
+        while self._count() < self.size:
+            block = await self.rows.take(self.size - self._count())
+            if block is None:
+                break
+            self._append(block)
+        n = await self.rows.ensure() if self._count() >= self.size else 0
+        if n and self.listed is None and not self._fits(self.rows.block):
+            self._to_list()
+        if self.listed is not None:
+            return self._next_listed(n)
+        if n:
+            return self._exchange(self.rows.take_now(n))
+        if not self.filled:
+            return None
+        order = self.rng.permutation(self.filled)  # the input has ended: the rest in random order
+        out = Block([b[:self.filled][order] for b in self.buf], self.filled)
+        self.filled = 0
+        return out
+
+    def _exchange(self, block: Block) -> Block:
+        k = block.n
+        picks = self.rng.integers(0, self.filled, size=k).tolist()
+        src = np.empty(k, np.int64)
+        from_in = np.zeros(k, bool)
+        last: dict[int, int] = {}
+        for t, j in enumerate(picks):
+            p = last.get(j)
+            if p is None:
+                src[t] = j
+            else:
+                src[t] = p
+                from_in[t] = True
+            last[j] = t
+        slots, rows = list(last.keys()), list(last.values())
+        cols = []
+        for b, c in zip(self.buf, block.cols):
+            out = b[src] if not from_in.any() else np.where(
+                from_in.reshape((k,) + (1,) * (b.ndim - 1)), c[np.where(from_in, src, 0)], b[np.where(from_in, 0, src)])
+            b[slots] = c[rows]
+            cols.append(out)
+        return Block(cols, k)
+
+    def _next_listed(self, n: int) -> Block | None:
+        if n:
+            j = int(self.rng.integers(0, len(self.listed)))
+            out = self.listed[j]
+            self.listed[j] = self.rows.take_now(1)
+            return out
+        if not self.listed:
+            return None
+        j = int(self.rng.integers(0, len(self.listed)))
+        self.listed[j], self.listed[-1] = self.listed[-1], self.listed[j]
+        return self.listed.pop()
+
+
+@builder("ShuffleDataset")
+def _shuffle(node: dict, env: Env) -> Maker:
+    make_input = build(node["input"], env)
+    size = int(env.capture(node["captures"][0]))
+    if size <= 0:
+        raise errors.InvalidArgumentError(None, None, f"{_what(node)}: buffer_size must be greater than zero.")
+    seed, seed2 = node["seed"], node["seed2"]
+    seeds = np.random.default_rng([seed, seed2] if seed is not None else None)
+    fixed = int(seeds.integers(2**62))
+
+    def make() -> Stage:
+        epoch_seed = int(seeds.integers(2**62)) if node["reshuffle_each_iteration"] else fixed
+        return _Shuffle(size, np.random.default_rng(epoch_seed), make_input)
+    return make
+
+
+class _Repeat(Stage):
+    def __init__(self, count: int, make_input: Maker):
+        self.make_input = make_input
+        self.count = count
+        self.epoch = 0
+        self.current = make_input() if count != 0 else None
+        self.produced = False
+
+    async def next(self) -> Block | None:
+        while self.current is not None:
+            block = await self.current.next()
+            if block is not None:
+                self.produced = True
+                return block
+            await self.current.aclose()
+            self.epoch += 1
+            if (self.count >= 0 and self.epoch >= self.count) or not self.produced:
+                self.current = None  # an empty input repeated forever ends, as TF's
+            else:
+                self.current = self.make_input()
+        return None
+
+    async def aclose(self) -> None:
+        if self.current is not None:
+            await self.current.aclose()
+
+
+@builder("RepeatDataset")
+def _repeat(node: dict, env: Env) -> Maker:
+    make_input = build(node["input"], env)
+    count = int(env.capture(node["captures"][0]))
+    return lambda: _Repeat(count, make_input)
+
+
+class _TakeSkip(Stage):
+    def __init__(self, count: int, skip: bool, make_input: Maker):
+        self.input = make_input()
+        self.inputs = (self.input,)
+        self.rows = Rows(self.input)
+        self.left = count
+        self.skip = skip
+
+    async def next(self) -> Block | None:
+        if self.skip:
+            while self.left:
+                n = await self.rows.ensure()
+                if not n:
+                    return None
+                self.rows.take_now(n if self.left < 0 else min(n, self.left))
+                self.left = self.left - min(n, self.left) if self.left > 0 else -1
+                if self.left < 0 and not n:
+                    break
+            return await self.rows.take(1 << 62)
+        if self.left == 0:
+            return None
+        block = await self.rows.take(self.left if self.left > 0 else 1 << 62)
+        if block is not None and self.left > 0:
+            self.left -= block.n
+        return block
+
+
+@builder("TakeDataset", "SkipDataset")
+def _take_skip(node: dict, env: Env) -> Maker:
+    make_input = build(node["input"], env)
+    count = int(env.capture(node["captures"][0]))
+    return lambda: _TakeSkip(count, node["op"] == "SkipDataset", make_input)
+
+
+class _Zip(Stage):
+    def __init__(self, makers: list[Maker]):
+        self.inputs = tuple(m() for m in makers)
+        self.readers = [Rows(s) for s in self.inputs]
+
+    async def next(self) -> Block | None:
+        sizes = [await r.ensure() for r in self.readers]
+        k = min(sizes)
+        if not k:
+            return None
+        blocks = [r.take_now(k) for r in self.readers]
+        return Block([c for b in blocks for c in b.cols], k)
+
+
+@builder("ZipDataset")
+def _zip(node: dict, env: Env) -> Maker:
+    makers = [build(n, env) for n in node["inputs"]]
+    return lambda: _Zip(makers)
+
+
+class _Concatenate(Stage):
+    def __init__(self, makers: list[Maker]):
+        self.makers = deque(makers)
+        self.current = self.makers.popleft()()
+
+    async def next(self) -> Block | None:
+        while self.current is not None:
+            block = await self.current.next()
+            if block is not None:
+                return block
+            await self.current.aclose()
+            self.current = self.makers.popleft()() if self.makers else None
+        return None
+
+    async def aclose(self) -> None:
+        if self.current is not None:
+            await self.current.aclose()
+
+
+@builder("ConcatenateDataset")
+def _concatenate(node: dict, env: Env) -> Maker:
+    makers = [build(n, env) for n in node["inputs"]]
+    return lambda: _Concatenate(makers)
+
+
+# -- prefetch and cache ---------------------------------------------------------------------------------------
+class _Prefetch(Stage):
+    """A bounded buffer of rows filled by a producer task the pipeline owns (module docstring)."""
+
+    def __init__(self, node: dict, env: Env, make_input: Maker):
+        self.input = make_input()
+        self.inputs = (self.input,)
+        size = int(env.capture(node["captures"][0]))
+        self.size = 4 if size == AUTOTUNE else max(size, 1)
+        self.owner = env.owner
+        self.name = node["name"]
+        self.items: deque[Any] = deque()
+        self.rows = 0
+        self.task: asyncio.Task | None = None
+        self.ready = asyncio.Event()
+        self.room = asyncio.Event()
+
+    async def _produce(self) -> None:
+        try:
+            while True:
+                while self.rows >= self.size:
+                    self.room.clear()
+                    await self.room.wait()
+                block = await self.input.next()
+                self.items.append(block)
+                self.ready.set()
+                if block is None:
+                    return
+                self.rows += block.n
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, in order
+            self.items.append(exc)
+            self.ready.set()
+
+    async def next(self) -> Block | None:
+        if self.task is None:
+            self.task = self.owner.spawn(self._produce(), f"prefetch:{self.name}")
+        while not self.items:
+            self.ready.clear()
+            await self.ready.wait()
+        item = self.items[0]
+        if item is None:
+            return None
+        self.items.popleft()
+        if isinstance(item, BaseException):
+            raise item
+        self.rows -= item.n
+        self.room.set()
+        return item
+
+    async def aclose(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+        await self.input.aclose()
+
+
+@builder("PrefetchDataset")
+def _prefetch(node: dict, env: Env) -> Maker:
+    make_input = build(node["input"], env)
+    return lambda: _Prefetch(node, env, make_input)
+
+
+class _Recording(Stage):
+    def __init__(self, make_input: Maker, done: Any):
+        self.input = make_input()
+        self.inputs = (self.input,)
+        self.blocks: list[Block] = []
+        self.done = done
+
+    async def next(self) -> Block | None:
+        block = await self.input.next()
+        if block is None:
+            self.done(self.blocks)
+        else:
+            self.blocks.append(block)
+        return block
+
+
+class _Replay(Stage):
+    def __init__(self, blocks: list[Block]):
+        self.blocks = iter(blocks)
+
+    async def next(self) -> Block | None:
+        return next(self.blocks, None)
+
+
+@builder("CacheDataset")
+def _cache(node: dict, env: Env) -> Maker:
+    make_input = build(node["input"], env)
+    filename = env.capture(node["captures"][0])
+    filename = filename.item() if isinstance(filename, np.ndarray) else filename
+    filename = filename.decode() if isinstance(filename, bytes) else str(filename)
+    types, shapes = _specs(node)
+    kept: list[list[Block]] = []
+
+    def finished(blocks: list[Block]) -> None:
+        if not kept:
+            kept.append(blocks)
+            if filename:
+                runtime_cache.write(filename, blocks, types)
+
+    def make() -> Stage:
+        if kept:
+            return _Replay(kept[0])
+        if filename and runtime_cache.exists(filename):
+            blocks = runtime_cache.read(filename, types)
+            for b in blocks:
+                check_element(b.row(0) if b.n else [], types, shapes, _what(node))
+            kept.append(blocks)
+            return _Replay(blocks)
+        return _Recording(make_input, finished)
+    return make
