@@ -113,7 +113,7 @@ async def image_summary(k, tag, tensor):
 async def audio_summary_v2(k, tag, tensor, sample_rate):
     tag = _scalar_tag(k, tag, "Tag must be a scalar")
     if np.size(sample_rate) != 1:
-        raise _invalid(k, f"sample_rate must be rank-0 or contain a single value, got shape {_dims(sample_rate)}")
+        raise _invalid(k, f"sample_rate must be rank-0 or contain a single value")
     rate = float(np.asarray(sample_rate).reshape(-1)[0])
     clips = np.asarray(tensor)
     if clips.ndim not in (2, 3):
@@ -142,8 +142,8 @@ async def tensor_summary_v2(k, tag, tensor, serialized_summary_metadata):
     value.metadata.SetInParent()
     try:
         value.metadata.MergeFromString(np.asarray(serialized_summary_metadata).reshape(-1)[0])
-    except Exception:  # noqa: BLE001 - protobuf's DecodeError: bad input
-        raise _invalid(k, "Could not parse the serialized SummaryMetadata") from None
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError: TF's kernel ignores unparsable metadata too
+        value.metadata.Clear()
     return _serialized(summary)
 
 

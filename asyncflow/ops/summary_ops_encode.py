@@ -139,7 +139,7 @@ def encode_wav(samples: np.ndarray, sample_rate: float) -> bytes:
     with wave.open(buf, "wb") as w:
         w.setnchannels(samples.shape[1])
         w.setsampwidth(2)
-        w.setframerate(int(sample_rate))
+        w.setframerate(int(np.floor(sample_rate + 0.5)))  # the header's rate: rounded, as TF's
         w.writeframes(pcm.tobytes())
     return buf.getvalue()
 
@@ -150,6 +150,7 @@ def tensor_into(proto: Any, value: np.ndarray) -> None:
     arr = np.asarray(value)
     dtype = dtypes.as_dtype(arr.dtype)
     proto.dtype = dtype.as_datatype_enum
+    proto.tensor_shape.SetInParent()  # a scalar's shape is present and empty
     for size in arr.shape:
         proto.tensor_shape.dim.add(size=size)
     if dtype.is_string:

@@ -125,7 +125,7 @@ def text(name: str, tensor: Any, collections: Any = None) -> Tensor:
     if not isinstance(tensor, Tensor):
         tensor = convert_to_tensor(tensor)
     if tensor.dtype.base_dtype != dtypes.string:
-        raise ValueError(f"Expected tensor {tensor.name} to have dtype string, got {tensor.dtype!r}")
+        raise ValueError(f"Expected tensor {tensor.name} to have dtype string, got <dtype: '{tensor.dtype.name}'>")
     metadata_cls = _summary_metadata()
     metadata = metadata_cls(plugin_data=metadata_cls.PluginData(plugin_name="text"))
     return tensor_summary(name=name, tensor=tensor, summary_metadata=metadata, collections=collections)
@@ -133,9 +133,12 @@ def text(name: str, tensor: Any, collections: Any = None) -> Tensor:
 
 def merge(inputs: Any, collections: Any = None, name: str | None = None) -> Tensor:
     """One `Summary` with the values of every input (each a serialized `Summary`); a repeated tag fails."""
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("List argument 'inputs' to 'MergeSummary' Op with length 0 shorter than minimum length 1.")
     name = clean_tag(name)
     with name_scope(name, "Merge", inputs):
-        value = merge_summary(list(inputs), name=name)
+        value = merge_summary(inputs, name=name)
         _collect(value, collections, [])
     return value
 
