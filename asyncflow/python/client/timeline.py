@@ -16,6 +16,10 @@ to a consumer on another lane. With `show_memory`, an "Allocators" process has a
 allocator: the bytes of the step's tensors alive over time (from a node's start to the end of
 its last consumer on that device), whose maxima `analyze_step_stats` returns.
 
+Times (`ts`, `dur`) are microseconds, to the nanosecond where the stats have nanoseconds, counted
+from the whole second before the step's first record (the trace's `otherData.origin_micros`, in
+epoch microseconds), so they keep their sub-microsecond digits.
+
 `Timeline` reads the step stats by their proto field names, so it takes asyncflow's
 (`asyncflow.exec.step_stats`) and TF's protos alike. `transfers(step_stats)` (asyncflow's
 addition) lists the step's transfers: each `_Send` matched with its `_Recv` by tensor and
@@ -71,11 +75,18 @@ def parse_label(label: str) -> tuple[str, str, list[str]]:
     return node, op, args.split(", ") if args else []
 
 
-def _times(ns: Any) -> tuple[float, float]:
-    """(start, duration) in microseconds, with the nanosecond fields' precision when they are filled in."""
+def _times(ns: Any, origin_us: int) -> tuple[float, float]:
+    """(start since `origin_us`, duration) in microseconds, to the nanosecond when those fields are filled in."""
     if ns.all_start_nanos:
-        return ns.all_start_nanos / 1000.0, ns.all_end_rel_nanos / 1000.0
-    return float(ns.all_start_micros), float(ns.all_end_rel_micros)
+        return (ns.all_start_nanos - origin_us * 1000) / 1000.0, ns.all_end_rel_nanos / 1000.0
+    return float(ns.all_start_micros - origin_us), float(ns.all_end_rel_micros)
+
+
+def _origin(step_stats: Any) -> int:
+    """The whole second (in epoch microseconds) before the step's first record: trace times count from it, so
+    that they keep sub-microsecond digits (a double holds epoch microseconds only to a quarter of one)."""
+    first = min((ns.all_start_micros for dev in step_stats.dev_stats for ns in dev.node_stats), default=0)
+    return first - first % 1_000_000
 
 
 def _endpoint(ns: Any) -> tuple[str, str, str] | None:
@@ -122,9 +133,10 @@ def transfers(step_stats: Any) -> list[Transfer]:
 class _ChromeTrace:
     """The events of a trace, written as the Trace Event Format's JSON object."""
 
-    def __init__(self) -> None:
+    def __init__(self, origin_us: int) -> None:
         self.metadata: list[dict] = []
         self.events: list[dict] = []
+        self.origin_us = origin_us
 
     def process(self, pid: int, name: str) -> None:
         self.metadata.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
@@ -147,7 +159,8 @@ class _ChromeTrace:
                             "args": {name: value}})
 
     def format_to_string(self, pretty: bool = False) -> str:
-        trace = {"traceEvents": self.metadata + self.events, "displayTimeUnit": "ns"}
+        trace = {"traceEvents": self.metadata + self.events, "displayTimeUnit": "ns",
+                 "otherData": {"origin_micros": self.origin_us}}
         return json.dumps(trace, indent=4) if pretty else json.dumps(trace, separators=(",", ":"))
 
 
@@ -168,10 +181,10 @@ class Timeline:
         placed: dict[int, tuple[int, float, float]] = {}
         lanes: dict[int, list[list[float]]] = {}  # thread -> its lanes' [end time, tid]
         names = dict(dev.thread_names)
-        order = sorted(range(len(dev.node_stats)), key=lambda k: _times(dev.node_stats[k]))
-        for k in order:
+        times = [_times(ns, trace.origin_us) for ns in dev.node_stats]
+        for k in sorted(range(len(times)), key=times.__getitem__):
             ns = dev.node_stats[k]
-            start, dur = _times(ns)
+            start, dur = times[k]
             own = lanes.setdefault(ns.thread_id, [])
             lane = next((lane for lane in own if lane[0] <= start), None)
             if lane is None:
@@ -189,7 +202,7 @@ class Timeline:
         """The trace of the step and, with `show_memory`, each allocator's maximum (TF's `StepStatsAnalysis`)."""
         if op_time not in _OP_TIMES:
             raise ValueError(f"Timeline: op_time must be one of {_OP_TIMES}, got {op_time!r}")
-        trace = _ChromeTrace()
+        trace = _ChromeTrace(_origin(self._step_stats))
         where: dict[tuple[int, int], tuple[int, int, float, float]] = {}  # (device, node) -> pid, tid, start, dur
         produced: dict[tuple[str, str], tuple[tuple[int, int], Any]] = {}  # (device, tensor) -> (node, allocation)
         last_use: dict[tuple[str, str], float] = {}
