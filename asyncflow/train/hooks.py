@@ -257,7 +257,9 @@ class CheckpointSaverHook(SessionRunHook):
         log.info("saved checkpoint %s", prefix)
         stop = False
         for listener in self._listeners:
-            stop = bool(listener.after_save(session, step)) or stop
+            if listener.after_save(session, step):
+                log.info("A CheckpointSaverListener requested that training be stopped. listener: %s", listener)
+                stop = True
         return stop
 
 

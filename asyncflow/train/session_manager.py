@@ -183,7 +183,7 @@ class SessionManager:
             remaining = max_wait_secs - (time.monotonic() - start)
             if remaining - self._recovery_wait_secs < 0:
                 raise errors.DeadlineExceededError(None, None,
-                                                   f"Session was not ready after waiting {max_wait_secs} secs.")
+                                                   f"Session was not ready after waiting {int(max_wait_secs)} secs.")
             log.info("Waiting for model to be ready.  Ready_for_local_init_op:  %s, ready: %s", why_local, why_ready)
             time.sleep(self._recovery_wait_secs)
 
