@@ -2,11 +2,13 @@
 trained with af.train.AdamOptimizer, checkpointed with af.train.Saver after every epoch.
 
     python scripts/train_digits.py [--epochs 20] [--batch 32] [--lr 0.005] [--hidden 64]
-                                   [--checkpoint-dir checkpoints/train_digits] [--resume]
+                                   [--checkpoint-dir checkpoints/train_digits] [--resume] [--logdir DIR]
 
 `--epochs` is the total to reach: with `--resume` the run restores the latest checkpoint in
 `--checkpoint-dir` (weights, Adam's slots, the global step) and trains the remaining epochs, in
-the same batch order an uninterrupted run would have used. The last line printed is a JSON
+the same batch order an uninterrupted run would have used. With `--logdir DIR` it writes TensorBoard
+event files there (the graph; every step's batch `loss` and `accuracy`; each epoch's `test_accuracy`
+and `examples_per_sec`): `tensorboard --logdir DIR`. The last line printed is a JSON
 summary (test accuracy, global step, seconds). The program is plain TF1: it runs unchanged with
 `import tensorflow.compat.v1 as tf`.
 """
@@ -87,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-dir", default=os.path.join("checkpoints", "train_digits"))
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--logdir", help="write TensorBoard summaries (loss, accuracy, examples/s) and the graph here")
     args = parser.parse_args(argv)
     x_train, y_train, x_test, y_test = load_digits(args.seed)
     steps_per_epoch = -(-len(x_train) // args.batch)
@@ -102,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, axis=1), labels), tf.float32))
     saver = tf.train.Saver(max_to_keep=3)
     prefix = os.path.join(args.checkpoint_dir, "model.ckpt")
+    summaries = None  # without --logdir the graph and the steps are exactly as before
+    if args.logdir:
+        tf.summary.scalar("loss", loss)
+        tf.summary.scalar("accuracy", accuracy)
+        summaries = tf.summary.merge_all()
 
     start = time.perf_counter()
     with tf.Session() as sess:
@@ -115,23 +123,40 @@ def main(argv: list[str] | None = None) -> int:
         elif args.resume:
             print(f"no checkpoint in {args.checkpoint_dir}; starting from scratch")
         os.makedirs(args.checkpoint_dir, exist_ok=True)
-        first_epoch = int(sess.run(global_step)) // steps_per_epoch + 1
+        step = int(sess.run(global_step))
+        first_epoch = step // steps_per_epoch + 1
+        writer = tf.summary.FileWriter(args.logdir, sess.graph) if args.logdir else None
         for epoch in range(first_epoch, args.epochs + 1):
             # The order depends on the epoch only, so a resumed run sees the batches an uninterrupted one would.
             order = np.random.default_rng([args.seed, epoch]).permutation(len(x_train))
             bar = progress(range(0, len(order), args.batch), steps_per_epoch, f"epoch {epoch}/{args.epochs}",
                            args.no_progress)
+            epoch_start = time.perf_counter()
             for i in bar:
                 idx = order[i:i + args.batch]
-                _, batch_loss = sess.run([train, loss], {x: x_train[idx], labels: y_train[idx]})
+                feed = {x: x_train[idx], labels: y_train[idx]}
+                if writer is None:
+                    _, batch_loss = sess.run([train, loss], feed)
+                else:
+                    _, batch_loss, summary = sess.run([train, loss, summaries], feed)
+                    writer.add_summary(summary, step + 1)  # the global step this run has taken
+                step += 1
                 bar.set_postfix_str(f"loss {batch_loss:.4f}", refresh=False)
+            examples_per_sec = len(order) / (time.perf_counter() - epoch_start)
             saved = saver.save(sess, prefix, global_step=global_step)
             test_acc = sess.run(accuracy, {x: x_test, labels: y_test})
+            if writer is not None:
+                value = tf.summary.Summary.Value
+                writer.add_summary(tf.summary.Summary(value=[
+                    value(tag="test_accuracy", simple_value=float(test_acc)),
+                    value(tag="examples_per_sec", simple_value=examples_per_sec)]), step)
             print(f"epoch {epoch:3d}  train loss {sess.run(loss, {x: x_train, labels: y_train}):.4f}  "
                   f"test accuracy {test_acc:.4f}  saved {saved}")
         final_acc = float(sess.run(accuracy, {x: x_test, labels: y_test}))
         final_loss = float(sess.run(loss, {x: x_train, labels: y_train}))
         step = int(sess.run(global_step))
+        if writer is not None:
+            writer.close()
     seconds = time.perf_counter() - start
     print(json.dumps({"test_accuracy": round(final_acc, 4), "train_loss": final_loss, "global_step": step,
                       "epochs": args.epochs, "seconds": round(seconds, 2)}))
