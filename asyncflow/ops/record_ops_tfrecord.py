@@ -158,7 +158,8 @@ def compression_string(compression_type: Any, where: str) -> str:
         compression_type = compression_type.decode()
     if compression_type is None or compression_type in ("", "ZLIB", "GZIP"):
         return compression_type or ""
-    raise errors.InvalidArgumentError(None, None, f"{where}: Unsupported compression_type: {compression_type}.")
+    raise ValueError(f"{where}: Unsupported compression_type: {compression_type}. Expected \"\", \"ZLIB\" or "
+                     f"\"GZIP\".")
 
 
 def _window_bits(compression: str, window_bits: int | None) -> int:
