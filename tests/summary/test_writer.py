@@ -186,3 +186,25 @@ def test_file_writer_cache_shares_one_writer_per_directory(tmp_path):
         assert af.summary.FileWriterCache.get(str(tmp_path / "other")) is not a
         af.summary.FileWriterCache.clear()
         assert af.summary.FileWriterCache.get(str(tmp_path)) is not a
+
+
+def test_what_the_tensorboard_server_reads(tmp_path):
+    """`tensorboard --logdir` loads runs through its plugin event multiplexer (summaries migrated to
+    its plugins' tensors): each kind lands in its dashboard's plugin, and the graph in the graph tab."""
+    from tensorboard.backend.event_processing import plugin_event_multiplexer
+
+    with af.Graph().as_default() as g:
+        x = af.constant(np.linspace(-1, 1, 12, dtype=np.float32).reshape(1, 3, 4, 1))
+        merged = af.summary.merge([af.summary.scalar("s", af.reduce_mean(x)), af.summary.histogram("h", x),
+                                   af.summary.image("i", x), af.summary.audio("a", af.reshape(x, [1, 12]), 8000),
+                                   af.summary.text("t", af.constant("hello"))])
+        with af.Session() as sess, af.summary.FileWriter(str(tmp_path / "run1"), g) as writer:
+            writer.add_summary(sess.run(merged), 1)
+    mux = plugin_event_multiplexer.EventMultiplexer()
+    mux.AddRunsFromDirectory(str(tmp_path))
+    mux.Reload()
+    acc = mux.GetAccumulator("run1")
+    plugins = {tag: acc.SummaryMetadata(tag).plugin_data.plugin_name for tag in acc.Tags()["tensors"]
+               if tag != "__run_graph__"}
+    assert plugins == {"s": "scalars", "h": "histograms", "i/image/0": "images", "a/audio/0": "audio", "t": "text"}
+    assert acc.Tags()["graph"] and {n.name for n in acc.Graph().node} >= {"s", "h", "i", "a", "t"}
