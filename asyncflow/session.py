@@ -557,6 +557,9 @@ class BaseSession:
             async def shutdown() -> None:
                 for step in list(self._inflight):
                     step.cancel("Session has been closed.")
+                for resource in self._resources.reset(None):  # input pipelines: their tasks end with the session
+                    if hasattr(resource, "aclose"):
+                        await resource.aclose()
                 await asyncio.sleep(0)
 
             asyncio.run_coroutine_threadsafe(shutdown(), loop).result(timeout=10)

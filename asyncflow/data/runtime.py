@@ -101,7 +101,7 @@ def check_element(values: Sequence[np.ndarray], types: Sequence[Any], shapes: Se
         if v.ndim != len(dims) or any(d is not None and d != n for d, n in zip(dims, v.shape)):
             raise errors.InvalidArgumentError(
                 None, None, f"{what}: component {i} of an element has shape {list(v.shape)}, which does not match "
-                            f"the dataset's output_shapes {shape}")
+                            f"the dataset's output shape {dims}")
 
 
 # -- tasks the pipeline owns --------------------------------------------------------------------------

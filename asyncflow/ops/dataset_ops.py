@@ -44,12 +44,12 @@ def _element_shapes(b: BuildContext) -> list[TensorShape]:
 
 
 def _prepare_iterator(k: Any) -> None:
-    k.signature = ("iterator", [d.name for d in k.output_types], [as_shape(s).as_list() for s in k.output_shapes])
+    k.element_shapes = [as_shape(s) for s in k.output_shapes]
 
 
 def _iterator(k: Any) -> IteratorResource:
     found = lookup_resource(k, "iterator", lambda: IteratorResource(
-        k.shared_name or k.name, k.output_types, [as_shape(s) for s in k.output_shapes]))
+        k.shared_name or k.name, k.output_types, k.element_shapes))
     found.check_types(k.output_types, f"{k.op_type} '{k.name}'")
     found.handle_string = f"{_HANDLE_PREFIX}:{k.container}:{k.shared_name or k.name}"
     return found
