@@ -71,7 +71,8 @@ def test_padded_batch_and_unbatch():
     assert ds.output_shapes.as_list() == [None, None]
     first = elements(ds)[0]
     assert first.tolist() == [[0, 0, 0], [1, 0, 0], [2, 2, 0], [3, 3, 3]]  # TF 2.21
-    fixed = Dataset.range(3).map(lambda x: af.fill([x], x)).padded_batch(3, [4], padding_values=af.constant(-1, af.int64))
+    fixed = Dataset.range(3).map(lambda x: af.fill([x], x))
+    fixed = fixed.padded_batch(3, [4], padding_values=af.constant(-1, af.int64))
     assert elements(fixed)[0].tolist() == [[-1, -1, -1, -1], [1, -1, -1, -1], [2, 2, -1, -1]]
     un = Dataset.range(8).batch(3).unbatch()
     assert un.output_shapes.as_list() == [] and ints(elements(un)) == list(range(8))  # TF 2.21

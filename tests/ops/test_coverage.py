@@ -29,6 +29,14 @@ TESTED_ELSEWHERE = {
     "_Send": "tests/exec/test_partition.py (partitioned runs over a rendezvous), tests/integration",
     "_Recv": "tests/exec/test_partition.py (partitioned runs over a rendezvous), tests/integration",
     "ParseExampleV2": "tests/dataset/test_records_parse.py (values, shapes and errors pinned with TF 2.21)",
+    "IteratorV2": "tests/dataset/test_iterators.py (af.data iterators)",
+    "MakeIterator": "tests/dataset/test_iterators.py",
+    "MakeIteratorInProcess": "tests/dataset/test_datasets.py (from_generator, py_func maps)",
+    "OneShotIterator": "tests/dataset/test_datasets.py",
+    "OneShotIteratorInProcess": "tests/dataset/test_datasets.py",
+    "IteratorGetNext": "tests/dataset/test_datasets.py, tests/dataset/test_iterators.py",
+    "IteratorToStringHandle": "tests/dataset/test_iterators.py (string handles)",
+    "IteratorFromStringHandleV2": "tests/dataset/test_iterators.py (string handles)",
     "TFRecordReaderV2": "tests/dataset/test_records.py (keys and corruption through a filename queue)",
 }
 
