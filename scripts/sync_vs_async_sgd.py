@@ -3,6 +3,7 @@
     python scripts/sync_vs_async_sgd.py [--ps 1] [--workers 3] [--backup 1] [--steps 400] [--batch 32]
                                         [--straggler-ms 0] [--compression none|float16|bfloat16]
                                         [--target http://host:port --cluster SPEC] [--plot sync_vs_async.png]
+                                        [--logdir DIR]
 
 With no arguments it starts a cluster on this machine (`asyncflow local`: one master, 1 PS, 3
 workers), and trains the same MLP on scikit-learn's bundled digits three times, each on a fresh
@@ -14,6 +15,8 @@ chief: it initialises the PS variables, runs the sync queue runner, and measures
 It prints a table (steps/s, examples/s, time to 95% test accuracy, final accuracy, gradients
 dropped) and writes a plot of loss and accuracy against wall time. `--straggler-ms N` makes the
 last worker sleep a random 0..N ms before each step, which is what backup workers are for.
+`--logdir DIR` has each mode's chief write TensorBoard summaries to `DIR/<mode>` (training loss,
+test accuracy and examples/s against the global step, and the graph): `tensorboard --logdir DIR`.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ sys.path.insert(0, HERE)
 from train_digits import load_digits, progress  # noqa: E402 - the digits split and progress bar
 
 TARGET_ACCURACY = 0.95
+TRACE_STEP = 20  # with --trace, the chief traces its 21st step (past the first steps' warm-up)
 
 
 @dataclass
@@ -150,18 +154,34 @@ def run_worker(args: argparse.Namespace) -> int:
     records: list[tuple[float, int, float]] = []
     evals: list[tuple[float, int, float]] = []
     next_eval = 0
+    logdir = args.logdir if is_chief else ""  # the chief writes the mode's summaries; nothing is added without it
+    if logdir:
+        tf.summary.scalar("loss", loss)
     with tf.train.MonitoredTrainingSession(master=args.target, is_chief=is_chief, hooks=hooks, config=config,
-                                           log_step_count_steps=0, save_checkpoint_secs=None) as sess:
+                                           log_step_count_steps=0, save_checkpoint_secs=None,
+                                           summary_dir=logdir or None, save_summaries_steps=args.eval_every) as sess:
+        writer = tf.summary.FileWriterCache.get(logdir) if logdir else None  # the summary hook's writer
         start = time.perf_counter()
         while not sess.should_stop():
             if args.straggler_ms and args.task == n_workers - 1:
                 time.sleep(straggle.uniform(0, args.straggler_ms) / 1000)
             idx = rng.integers(0, len(x_train), args.batch)
-            loss_value, _, step = sess.run([loss, train, global_step], {x: x_train[idx], labels: y_train[idx]})
+            traced = args.trace and is_chief and len(records) == TRACE_STEP  # one warm step, traced
+            options, meta = (tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), tf.RunMetadata()) if traced \
+                else (None, None)
+            loss_value, _, step = sess.run([loss, train, global_step], {x: x_train[idx], labels: y_train[idx]},
+                                           options=options, run_metadata=meta)
+            if traced:
+                write_trace(meta, args.trace)
             records.append((time.perf_counter() - start, int(step), float(loss_value)))
             if is_chief and step >= next_eval:
                 acc = float(sess.run(accuracy, {x: x_test, labels: y_test}))
                 evals.append((time.perf_counter() - start, int(step), acc))
+                if writer is not None:
+                    rate = int(step) * args.batch * max(args.aggregate, 1) / evals[-1][0]
+                    writer.add_summary(tf.summary.Summary(value=[
+                        tf.summary.Summary.Value(tag="test_accuracy", simple_value=acc),
+                        tf.summary.Summary.Value(tag="examples_per_sec", simple_value=rate)]), int(step))
                 print(f"progress {int(step)} {args.steps} {acc:.4f}", flush=True)
                 next_eval = step + args.eval_every
         elapsed = time.perf_counter() - start
@@ -175,6 +195,14 @@ def run_worker(args: argparse.Namespace) -> int:
         json.dump({"task": args.task, "records": records, "evals": evals, "elapsed": elapsed, "final": final,
                    "dropped": n_dropped}, f)
     return 0
+
+
+def write_trace(meta: Any, path: str) -> None:
+    """A traced step's Chrome trace (chrome://tracing, ui.perfetto.dev; scripts/plot_trace.py draws it)."""
+    from asyncflow.python.client import timeline
+
+    with open(path, "w") as f:
+        f.write(timeline.Timeline(meta.step_stats).generate_chrome_trace_format())
 
 
 def _dense(x: Any, units: int, name: str) -> Any:
@@ -199,6 +227,10 @@ def run_mode(mode: Mode, args: argparse.Namespace, target: str, cluster: dict) -
                "--eval-every", str(args.eval_every), "--out", os.path.join(out_dir, f"w{task}.json")]
         if mode.sync:
             cmd += ["--sync", "--aggregate", str(mode.aggregate)]
+            if task == 0 and args.trace:
+                cmd += ["--trace", args.trace]
+        if task == 0 and args.logdir:
+            cmd += ["--logdir", os.path.join(args.logdir, _run_name(mode.label))]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE if task == 0 else subprocess.DEVNULL,
                                       text=True))
     bar = progress(iter(()), total=args.steps, desc=mode.label, disable=args.quiet)
@@ -213,6 +245,11 @@ def run_mode(mode: Mode, args: argparse.Namespace, target: str, cluster: dict) -
     _close(bar)
     results = [json.load(open(os.path.join(out_dir, f"w{t}.json"))) for t in range(len(procs))]
     return summarise(mode, args, results)
+
+
+def _run_name(label: str) -> str:
+    """A mode's TensorBoard run directory: `sync 2+1 backup` -> `sync_2+1_backup`."""
+    return "_".join(label.replace(",", "").split())
 
 
 def _advance(bar: Any, shown: int, step: int, acc: float) -> int:
@@ -296,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-every", type=int, default=20)
     parser.add_argument("--json", default="", help="also write the table's rows to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--trace", default="", help="write a Chrome trace of one synchronous step to this file")
+    parser.add_argument("--logdir", default="", help="TensorBoard summaries, one run per mode under this directory")
     parser.add_argument("--role", default="driver", help=argparse.SUPPRESS)
     parser.add_argument("--task", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--sync", action="store_true", help=argparse.SUPPRESS)
@@ -324,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             with LocalCluster(args.ps, args.workers) as cluster:  # a fresh cluster per mode
                 rows.append(run_mode(mode, args, cluster.target, cluster.cluster))
+        if mode.sync and args.trace:  # the first synchronous mode's chief wrote it
+            print(f"trace: {args.trace} (python scripts/plot_trace.py {args.trace} draws it)")
+            args.trace = ""
     print()
     print_table(rows)
     print(f"\n{len(modes)} runs of {args.steps} global steps in {time.perf_counter() - started:.1f} s "

@@ -6,10 +6,11 @@ written against TF's `RunMetadata.step_stats` reads them unchanged; `as_proto` c
 TensorBoard's copy of the protos (for event files), when tensorboard is installed.
 
 Recording. A traced step (`Step.start_trace`, chosen once per step) calls kernels through
-`traced_calls`: each kernel call is wrapped in a `_Timed` coroutine that notes the clock
-(`perf_counter_ns`) and the thread at its first `send`, and at its end (return or error) appends
-one record `(node, start_ns, end_ns, thread, input_bytes, outputs)` to the step's `trace`, with
-each output's shape, bytes and buffer identity. An untraced step never sees any of this: it runs
+`traced_calls`: each kernel's coroutine is awaited inside a `_timed` coroutine that notes the
+clock (`perf_counter_ns`) and the thread when the executor first drives it, and at its end (return
+or error; a kernel that waited ends when its value comes) appends one record `(node, start_ns,
+end_ns, thread, sent_bytes, outputs)` to the step's `trace`, with each output's shape, bytes and
+buffer identity (`_Send`s note the bytes they hand over). An untraced step never sees any of this: it runs
 the plan's plain calls, and the executor's loop has no tracing branch. What is recorded is every
 kernel that ran, once per run (a loop's body once per iteration); constants the executor presets
 and Merges it routes itself call no kernel and have no record.
@@ -34,13 +35,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 ALLOCATOR = "cpu"
+_SENDS = ("_Send", "_HostSend")
 
 
 # -- the data model (TF's step_stats.proto, tensor_description.proto, ...) -------------------------------
-@dataclass
+@dataclass(slots=True)
 class AllocationDescription:
     requested_bytes: int = 0
     allocated_bytes: int = 0
@@ -50,32 +53,32 @@ class AllocationDescription:
     ptr: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class Dim:
     size: int = 0
     name: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class TensorShapeProto:
     dim: list[Dim] = field(default_factory=list)
     unknown_rank: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class TensorDescription:
     dtype: int = 0  # TF's DataType enum (DT_FLOAT = 1, ...)
     shape: TensorShapeProto = field(default_factory=TensorShapeProto)
     allocation_description: AllocationDescription = field(default_factory=AllocationDescription)
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeOutput:
     slot: int = 0
     tensor_description: TensorDescription = field(default_factory=TensorDescription)
 
 
-@dataclass
+@dataclass(slots=True)
 class AllocatorMemoryUsed:
     allocator_name: str = ""
     total_bytes: int = 0
@@ -84,7 +87,7 @@ class AllocatorMemoryUsed:
     allocator_bytes_in_use: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeExecStats:
     node_name: str = ""
     all_start_micros: int = 0
@@ -104,14 +107,14 @@ class NodeExecStats:
     scheduled_nanos: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class DeviceStepStats:
     device: str = ""
     node_stats: list[NodeExecStats] = field(default_factory=list)
     thread_names: dict[int, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class StepStats:
     dev_stats: list[DeviceStepStats] = field(default_factory=list)
 
@@ -120,52 +123,31 @@ class StepStats:
 
 
 # -- recording ----------------------------------------------------------------------------------------------
-class _Timed:
-    """A kernel's coroutine, timed: first `send` to completion, on the thread that started it."""
+async def _timed(node: int, call: Any, sink: list, n_out: int, *args: Any) -> Any:
+    """Runs a kernel's call as the executor would, noting its start (and thread) and its end in `sink`."""
+    thread = threading.get_ident()
+    start = time.perf_counter_ns()
+    try:
+        out = await call(*args)
+    except BaseException:
+        sink.append((node, start, time.perf_counter_ns(), thread, 0, ()))
+        raise
+    end = time.perf_counter_ns()
+    if n_out == 1:
+        sink.append((node, start, end, thread, 0, (_describe(out),)))
+    else:
+        sink.append((node, start, end, thread, 0, tuple(_describe(v) for v in out) if n_out else ()))
+    return out
 
-    __slots__ = ("_coro", "_node", "_sink", "_n_out", "_in_bytes", "_start", "_thread")
 
-    def __init__(self, coro: Any, node: int, sink: list, n_out: int, in_bytes: int):
-        self._coro, self._node, self._sink, self._n_out, self._in_bytes = coro, node, sink, n_out, in_bytes
-        self._start = 0
-        self._thread = 0
-
-    def send(self, value: Any) -> Any:
-        if not self._start:
-            self._thread = threading.get_ident()
-            self._start = time.perf_counter_ns()
-        try:
-            return self._coro.send(value)
-        except StopIteration as stop:
-            self._finish(stop.value)
-            raise
-        except BaseException:
-            self._finish(None)
-            raise
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        try:
-            return self._coro.throw(val if val is not None else typ)
-        except StopIteration as stop:
-            self._finish(stop.value)
-            raise
-        except BaseException:
-            self._finish(None)
-            raise
-
-    def close(self) -> None:
-        self._coro.close()
-
-    def _finish(self, out: Any) -> None:
-        end = time.perf_counter_ns()
-        n = self._n_out
-        if out is None or not n:
-            outs: tuple = ()
-        elif n == 1:
-            outs = (_describe(out),)
-        else:
-            outs = tuple(_describe(v) for v in out)
-        self._sink.append((self._node, self._start or end, end, self._thread, self._in_bytes, outs))
+async def _timed_send(node: int, call: Any, sink: list, n_out: int, *args: Any) -> Any:
+    """`_timed` for a `_Send`: its record carries the bytes it hands over."""
+    thread = threading.get_ident()
+    start = time.perf_counter_ns()
+    try:
+        await call(*args)
+    finally:
+        sink.append((node, start, time.perf_counter_ns(), thread, sum(getattr(a, "nbytes", 0) for a in args), ()))
 
 
 def _describe(value: Any) -> tuple | None:
@@ -177,13 +159,11 @@ def _describe(value: Any) -> tuple | None:
     return shape, getattr(value, "nbytes", 0), id(value if base is None else base)
 
 
-def _timed_call(node: int, call: Any, sink: list, n_out: int, *args: Any) -> _Timed:
-    return _Timed(call(*args), node, sink, n_out, sum(getattr(a, "nbytes", 0) for a in args))
-
-
 def traced_calls(plan: Any, sink: list) -> list[Any]:
     """The plan's kernel calls, each wrapped so that it appends its record to `sink` when it ends."""
-    return [partial(_timed_call, i, call, sink, n) for i, (call, n) in enumerate(zip(plan.calls, plan.n_out))]
+    sends = _plan_info(plan)[2]
+    return [partial(_timed_send if send else _timed, i, call, sink, n)
+            for i, (call, n, send) in enumerate(zip(plan.calls, plan.n_out, sends))]
 
 
 # -- building ------------------------------------------------------------------------------------------------
@@ -193,7 +173,7 @@ def _input_name(t: Any) -> str:
 
 def timeline_label(op: Any) -> str:
     """TF's label: "name = Op(a, b:1, ^c)"; a transfer names its tensor and its peer device."""
-    if op.type in ("_Send", "_HostSend"):
+    if op.type in _SENDS:
         return f"{op.name} = {op.type}({op._attrs['tensor_name']} @{op._attrs['recv_device']})"
     if op.type in ("_Recv", "_HostRecv"):
         return f"{op.name} = {op.type}({op._attrs['tensor_name']} @{op._attrs['send_device']})"
@@ -201,30 +181,30 @@ def timeline_label(op: Any) -> str:
     return f"{op.name} = {op.type}({', '.join(inputs)})"
 
 
-def _plan_info(plan: Any) -> tuple[list[str], list[list[int]]]:
-    """(labels, output dtype enums) of a plan's nodes, made on its first traced step and kept."""
+def _plan_info(plan: Any) -> tuple[list[str], list[list[int]], list[bool]]:
+    """(labels, output dtype enums, which are sends) of a plan's nodes, made on its first traced step and kept."""
     info = plan.trace_info
     if info is None:
         labels = [timeline_label(op) for op in plan.nodes]
         enums = [[t.dtype.base_dtype.as_datatype_enum for t in op._outputs] for op in plan.nodes]
-        info = plan.trace_info = (labels, enums)
+        info = plan.trace_info = (labels, enums, [op.type in _SENDS for op in plan.nodes])
     return info
 
 
 def _shape_proto(shape: tuple) -> TensorShapeProto:
-    return TensorShapeProto([Dim(int(d)) for d in shape])
+    return TensorShapeProto([Dim(d) for d in shape] if shape else [])
 
 
 def device_step_stats(plan: Any, records: list, device: str, wall_ns: Any = time.time_ns) -> DeviceStepStats:
     """The `DeviceStepStats` of one traced step's `records` (see the module docstring)."""
-    labels, enums = _plan_info(plan)
+    labels, enums, sends = _plan_info(plan)
     anchor = wall_ns() - time.perf_counter_ns()  # wall clock = perf counter + anchor
     nodes = plan.nodes
     threads: dict[int, int] = {}
     seen: set[int] = set()
     held = 0
     stats = []
-    for i, start, end, thread, in_bytes, outs in sorted(records, key=lambda r: (r[1], r[2])):
+    for i, start, end, thread, in_bytes, outs in sorted(records, key=itemgetter(1, 2)):
         outputs = []
         for slot, desc in enumerate(outs):
             if desc is None:
@@ -237,14 +217,10 @@ def device_step_stats(plan: Any, records: list, device: str, wall_ns: Any = time
             outputs.append(NodeOutput(slot, TensorDescription(enums[i][slot], _shape_proto(shape), alloc)))
         start_ns = start + anchor
         dur = end - start
-        ns = NodeExecStats(
-            node_name=nodes[i].name, all_start_micros=start_ns // 1000, op_start_rel_micros=0,
-            op_end_rel_micros=dur // 1000, all_end_rel_micros=dur // 1000,
-            memory=[AllocatorMemoryUsed(ALLOCATOR, held, held, held)], output=outputs,
-            timeline_label=labels[i], scheduled_micros=start_ns // 1000,
-            thread_id=threads.setdefault(thread, len(threads)), all_start_nanos=start_ns, op_start_rel_nanos=0,
-            op_end_rel_nanos=dur, all_end_rel_nanos=dur, scheduled_nanos=start_ns)
-        if nodes[i].type in ("_Send", "_HostSend"):
+        ns = NodeExecStats(nodes[i].name, start_ns // 1000, 0, dur // 1000, dur // 1000,
+                           [AllocatorMemoryUsed(ALLOCATOR, held, held, held)], outputs, labels[i], start_ns // 1000,
+                           threads.setdefault(thread, len(threads)), [], start_ns, 0, dur, dur, start_ns)
+        if sends[i]:
             ns.referenced_tensor.append(AllocationDescription(in_bytes, in_bytes, ALLOCATOR))
         stats.append(ns)
     names = {t.ident: t.name for t in threading.enumerate()}
