@@ -113,7 +113,7 @@ async def image_summary(k, tag, tensor):
 async def audio_summary_v2(k, tag, tensor, sample_rate):
     tag = _scalar_tag(k, tag, "Tag must be a scalar")
     if np.size(sample_rate) != 1:
-        raise _invalid(k, f"sample_rate must be rank-0 or contain a single value")
+        raise _invalid(k, "sample_rate must be rank-0 or contain a single value")
     rate = float(np.asarray(sample_rate).reshape(-1)[0])
     clips = np.asarray(tensor)
     if clips.ndim not in (2, 3):
