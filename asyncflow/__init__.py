@@ -130,3 +130,13 @@ _variables._delegate_operators()
 convert_to_tensor_or_indexed_slices = convert_to_tensor
 
 __version__ = "0.1.0"
+
+_SUMMARY_PROTOS = ("Summary", "SummaryMetadata", "Event", "SessionLog")
+
+
+def __getattr__(name: str):  # noqa: ANN202 - TF1's top-level proto classes (`tf.Summary(value=[...])`)
+    """`af.Summary`, `af.Event`, `af.SessionLog`, `af.SummaryMetadata`: TensorBoard's protos, loaded on first use
+    (through af.summary), so that `import asyncflow` needs no TensorBoard."""
+    if name in _SUMMARY_PROTOS:
+        return getattr(summary, name)
+    raise AttributeError(f"module 'asyncflow' has no attribute {name!r}")

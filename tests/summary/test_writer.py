@@ -208,3 +208,13 @@ def test_what_the_tensorboard_server_reads(tmp_path):
                if tag != "__run_graph__"}
     assert plugins == {"s": "scalars", "h": "histograms", "i/image/0": "images", "a/audio/0": "audio", "t": "text"}
     assert acc.Tags()["graph"] and {n.name for n in acc.Graph().node} >= {"s", "h", "i", "a", "t"}
+
+
+def test_tf1_top_level_proto_names():
+    """TF1 programs build `tf.Summary(value=[tf.Summary.Value(...)])` and `tf.SessionLog` at the top level."""
+    import asyncflow as top
+
+    summary = top.Summary(value=[top.Summary.Value(tag="loss", simple_value=0.5)])
+    assert top.Summary is top.summary.Summary and top.Event is top.summary.Event
+    assert summary.value[0].simple_value == 0.5 and top.SessionLog.START == 1
+    assert top.SummaryMetadata is top.summary.SummaryMetadata
