@@ -45,7 +45,7 @@ from asyncflow.ops import shape_fns
 from asyncflow.shapes import TensorShape
 
 AUTOTUNE = -1
-THREADED_AUTOTUNE = 32  # calls in flight for a Python (py_func) function under AUTOTUNE
+THREADED_AUTOTUNE = 64  # calls in flight for a Python (py_func) function under AUTOTUNE
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 

@@ -50,34 +50,48 @@ class _Map(Stage):
                 return None
             outs = self._check(self.fn.call_block(block), True) if block.n else []
             return Block(outs, block.n)
-        if self.parallel > 1:
-            return await self._next_parallel()
         while not self.out:
+            if self.parallel > 1:
+                if not await self._next_parallel():
+                    return None
+                continue
             n = await self.rows.ensure()
             if not n:
                 return None
-            block = self.rows.take_now(n)
-            for i in range(block.n):
-                self.out.append(Block.of_element(self._check(self.fn.call(block.row(i)), False)))
+            self.out.extend(self._rows(self.rows.take_now(n)))
         return self.out.popleft()
 
-    async def _next_parallel(self) -> Block | None:
+    def _rows(self, block: Block) -> list[Block]:
+        """The function on each row of `block`, as blocks (one, when every row's outputs share shapes)."""
+        outs = [self._check(self.fn.call(block.row(i)), False) for i in range(block.n)]
+        return _stacked(outs)
+
+    async def _next_parallel(self) -> bool:
+        """Keeps `parallel` calls in flight in the thread pool, a few rows each (fewer hand-offs), and
+        waits for the oldest; False at the end."""
         loop = asyncio.get_running_loop()
         while len(self.pending) < self.parallel:
-            row = await self.rows.take(1)
-            if row is None:
+            n = await self.rows.ensure()
+            if not n:
                 break
-            self.pending.append(loop.run_in_executor(pool(), self.fn.call, row.row(0)))
+            chunk = self.rows.take_now(max(1, min(16, n // self.parallel)))
+            self.pending.append(loop.run_in_executor(pool(), self._rows, chunk))
         if not self.pending:
-            return None
-        outs = await self.pending.popleft()
-        return Block.of_element(self._check(outs, False))
+            return False
+        self.out.extend(await self.pending.popleft())
+        return True
 
     async def aclose(self) -> None:
         for f in self.pending:
             f.cancel()
         self.pending.clear()
         await super().aclose()
+
+
+def _stacked(outs: list[list[np.ndarray]]) -> list[Block]:
+    if len(outs) > 1 and all(len({o[i].shape for o in outs}) == 1 for i in range(len(outs[0]))):
+        return [Block([np.stack([o[i] for o in outs]) for i in range(len(outs[0]))], len(outs))]
+    return [Block.of_element(o) for o in outs]
 
 
 @builder("MapDataset", "ParallelMapDataset")
