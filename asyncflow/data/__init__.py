@@ -15,11 +15,12 @@ from asyncflow.data.iterator import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
+from asyncflow.data.readers import ArrowDataset, FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 from asyncflow.data.runtime import AUTOTUNE
 from asyncflow.data.structure import TensorSpec
 
 __all__: list[str] = [
-    "AUTOTUNE", "Dataset", "DatasetV1", "DatasetV2", "Iterator", "Options", "SourceDataset", "TensorSpec",
+    "AUTOTUNE", "ArrowDataset", "Dataset", "FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset", "DatasetV1", "DatasetV2", "Iterator", "Options", "SourceDataset", "TensorSpec",
     "experimental", "get_output_classes", "get_output_shapes", "get_output_types", "make_initializable_iterator",
     "make_one_shot_iterator",
 ]
