@@ -20,7 +20,8 @@ from asyncflow.data.runtime import AUTOTUNE
 from asyncflow.data.structure import TensorSpec
 
 __all__: list[str] = [
-    "AUTOTUNE", "ArrowDataset", "Dataset", "FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset", "DatasetV1", "DatasetV2", "Iterator", "Options", "SourceDataset", "TensorSpec",
-    "experimental", "get_output_classes", "get_output_shapes", "get_output_types", "make_initializable_iterator",
+    "AUTOTUNE", "ArrowDataset", "Dataset", "DatasetV1", "DatasetV2", "FixedLengthRecordDataset", "Iterator",
+    "Options", "SourceDataset", "TFRecordDataset", "TensorSpec", "TextLineDataset", "experimental",
+    "get_output_classes", "get_output_shapes", "get_output_types", "make_initializable_iterator",
     "make_one_shot_iterator",
 ]
