@@ -403,6 +403,9 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
 
 # -- building an operation -------------------------------------------------------------------
 def _graph_for(inputs: list[Any]) -> Graph:
+    default = get_default_graph()
+    if getattr(default, "captures_outer", False):  # a function being traced (af.data): it captures outer tensors
+        return default
     graph = None
     for x in inputs:
         items = x if isinstance(x, (list, tuple)) else [x]
