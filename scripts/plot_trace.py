@@ -85,7 +85,7 @@ def plot(path: str, out: str, title: str) -> None:
     handles.append(matplotlib.lines.Line2D([], [], color="#b03a2e", lw=0.8, label="transfer (flow arrow)"))
     ax.legend(handles=handles, loc="upper right", fontsize=7, framealpha=0.9)
     fig.tight_layout()
-    fig.savefig(out, dpi=130)
+    fig.savefig(out, dpi=100)
 
 
 def main(argv: list[str] | None = None) -> int:

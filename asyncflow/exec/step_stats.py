@@ -26,13 +26,15 @@ this is the step's peak, an upper bound for loops.
 
 Between processes. `to_obj`/`from_obj` carry a `DeviceStepStats` as JSON (checked on the way in);
 `clock_offset_ns` estimates how far a peer's clock is from ours from one request/response
-(NTP's formula), and `shift` moves a peer's records onto our clock.
+(NTP's formula), `ClockFilter` keeps the best of a peer's recent estimates (heartbeats and
+traced steps), and `shift` moves a peer's records onto our clock.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
@@ -241,6 +243,23 @@ def clock_offset_ns(sent_ns: int, received_ns: int, replied_ns: int, answered_ns
     return ((received_ns - sent_ns) + (replied_ns - answered_ns)) // 2
 
 
+class ClockFilter:
+    """NTP's clock filter for one peer: of its recent offset samples, the one whose exchange spent the least time
+    in transit (its error is at most half that time). Heartbeats on an idle loop make good samples; a step's own
+    exchange is often skewed by one side's busy loop, and then loses to them."""
+
+    def __init__(self, keep: int = 8):
+        self._samples: deque[tuple[int, int]] = deque(maxlen=keep)  # (time in transit, offset), newest last
+
+    def add(self, sent_ns: int, received_ns: int, replied_ns: int, answered_ns: int) -> None:
+        transit = (answered_ns - sent_ns) - (replied_ns - received_ns)
+        self._samples.append((transit, clock_offset_ns(sent_ns, received_ns, replied_ns, answered_ns)))
+
+    def offset_ns(self) -> int:
+        """The best recent estimate of how far the peer's clock is ahead of ours (0 before any sample)."""
+        return min(self._samples)[1] if self._samples else 0
+
+
 def shift(dev: DeviceStepStats, delta_ns: int) -> DeviceStepStats:
     """Moves every time of `dev` by `delta_ns` (a peer's records onto our clock: minus its offset)."""
     for n in dev.node_stats:
@@ -314,12 +333,18 @@ def from_obj(obj: Any) -> DeviceStepStats:
     return DeviceStepStats(device, stats, threads)
 
 
-def from_peer(objs: Any, clock: Any, sent_ns: int, answered_ns: int) -> list[DeviceStepStats]:
+def from_peer(objs: Any, clock: Any, sent_ns: int, answered_ns: int,
+              clocks: ClockFilter | None = None) -> list[DeviceStepStats]:
     """A peer's DeviceStepStats (`to_obj` forms) moved onto our clock: the peer stamped `clock` = [when it had
-    our request, when it answered] on its clock; we sent at `sent_ns` and had the answer at `answered_ns`."""
+    our request, when it answered] on its clock; we sent at `sent_ns` and had the answer at `answered_ns`.
+    With `clocks` (the peer's filter), this exchange is one more sample and the filter's best estimate is used."""
     if not isinstance(clock, list) or len(clock) != 2 or not all(type(t) is int for t in clock):
         raise StatsError(f"clock stamps must be two integers, got {str(clock)[:60]}")
-    offset = clock_offset_ns(sent_ns, clock[0], clock[1], answered_ns)
+    if clocks is None:
+        offset = clock_offset_ns(sent_ns, clock[0], clock[1], answered_ns)
+    else:
+        clocks.add(sent_ns, clock[0], clock[1], answered_ns)
+        offset = clocks.offset_ns()
     return [shift(from_obj(obj), -offset) for obj in _list(objs, "step stats")]
 
 
@@ -364,5 +389,5 @@ def as_proto(step_stats: StepStats) -> Any:
 
 __all__ = ["StepStats", "DeviceStepStats", "NodeExecStats", "NodeOutput", "TensorDescription", "TensorShapeProto",
            "Dim", "AllocationDescription", "AllocatorMemoryUsed", "traced_calls", "device_step_stats",
-           "timeline_label", "peak_bytes", "clock_offset_ns", "shift", "to_obj", "from_obj", "from_peer", "StatsError",
-           "as_proto"]
+           "timeline_label", "peak_bytes", "clock_offset_ns", "ClockFilter", "shift", "to_obj", "from_obj",
+           "from_peer", "StatsError", "as_proto"]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asyncflow import errors
-from asyncflow.exec.step_stats import StatsError, StepStats, from_peer
+from asyncflow.exec.step_stats import ClockFilter, StatsError, StepStats, from_peer
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph
 from asyncflow.net import auth, wire
 from asyncflow.net.http import AsyncClient, BlockingClient, PeerUnavailable, Response
@@ -94,6 +94,7 @@ class RemoteSession:
         self._sent: list[Operation] = []
         self._controls: list[int] = []
         self._callables: dict[tuple, _RemoteCallable] = {}
+        self._clock = ClockFilter()  # the master's clock offset, sampled by traced steps
         self.closed = False
 
     # -- requests -------------------------------------------------------------------------------------------
@@ -190,7 +191,8 @@ class RemoteSession:
             raise wire.to_op_error(msg.error, self.graph)
         if metadata is not None and msg.clock:
             try:
-                metadata.step_stats = StepStats(from_peer(msg.step_stats, msg.clock, sent_ns, answered_ns))
+                stats = from_peer(msg.step_stats, msg.clock, sent_ns, answered_ns, self._clock)
+                metadata.step_stats = StepStats(stats)
             except StatsError as e:
                 raise errors.DataLossError(None, None, f"malformed step stats from {self.target}: {e}") from None
         if len(buffers) != len(call.fetch_specs):

@@ -19,8 +19,9 @@ the session's steps depend on, its variables and queues, is gone; a MonitoredTra
 restores the latest checkpoint), and later steps of that session run on the restarted task.
 
 A traced step (`stats` given to `run`) asks every partition for its step stats; each worker's
-come back with its StepDone, moved onto the master's clock (`peer_step_stats`: NTP's offset
-estimate from that request and answer), and the master hands them on to the client the same way.
+come back with its StepDone, moved onto the master's clock (`peer_step_stats`: NTP's offset estimate,
+the best of that exchange's and of the recent heartbeats', whose answers carry the task's clock),
+and the master hands them on to the client the same way.
 
 `WorkerHandle` is how the master talks to a worker: `HttpWorker` over the network, or
 `LocalWorker` for the worker of this very process (no serialisation of the request).
@@ -41,7 +42,7 @@ from asyncflow import errors
 from asyncflow.exec.executor import needed_ops
 from asyncflow.exec.partition import partition, process_of
 from asyncflow.exec.placement import place
-from asyncflow.exec.step_stats import DeviceStepStats, StatsError, from_peer
+from asyncflow.exec.step_stats import ClockFilter, DeviceStepStats, StatsError, from_peer
 from asyncflow.graph import Graph, Operation, Tensor
 from asyncflow.net import wire
 from asyncflow.net.http import AsyncClient, PeerUnavailable
@@ -59,6 +60,7 @@ class HttpWorker:
     def __init__(self, task: str, address: str, token: bytes | None):
         self.task = task
         self.client = AsyncClient(address, token)
+        self.clock = ClockFilter()  # the task's clock offset, sampled by heartbeats and traced steps
 
     async def _json(self, method: str, path: str, chunks: Sequence[Any] = (), ctype: str | None = None,
                     timeout: float | None = 30.0) -> Any:
@@ -89,7 +91,7 @@ class HttpWorker:
         if msg.error is not None:
             raise wire.to_op_error(msg.error)
         if stats is not None:
-            stats.extend(peer_step_stats(msg, sent, answered, self.task))
+            stats.extend(peer_step_stats(msg, sent, answered, self.task, self.clock))
         return list(zip(wire.check_descriptors(msg.tensors, len(buffers), "StepDone"), ([b] for b in buffers)))
 
     async def run_raw(self, handle: str, req: wire.RunGraph, feeds: Sequence[Any]) -> memoryview:
@@ -109,7 +111,11 @@ class HttpWorker:
                          "application/json", timeout=10.0)
 
     async def status(self, timeout: float) -> wire.WorkerStatus:
-        return wire.from_obj(wire.WorkerStatus, await self._json("GET", "/v1/worker/status", timeout=timeout))
+        sent = time.time_ns()
+        status = wire.from_obj(wire.WorkerStatus, await self._json("GET", "/v1/worker/status", timeout=timeout))
+        if status.clock_ns:
+            self.clock.add(sent, status.clock_ns, status.clock_ns, time.time_ns())
+        return status
 
     async def reset(self, containers: list[str]) -> None:
         await self._json("POST", "/v1/worker/reset", [wire.dumps(wire.Reset(containers))], "application/json")
@@ -602,11 +608,12 @@ class MasterService:
                                    self.dead), return_exceptions=True)
 
 
-def peer_step_stats(msg: wire.StepDone, sent_ns: int, answered_ns: int, peer: str) -> list[DeviceStepStats]:
-    """A traced StepDone's DeviceStepStats on this process's clock (`step_stats.from_peer`); DataLossError
-    naming the peer when they are malformed."""
+def peer_step_stats(msg: wire.StepDone, sent_ns: int, answered_ns: int, peer: str,
+                    clocks: ClockFilter | None = None) -> list[DeviceStepStats]:
+    """A traced StepDone's DeviceStepStats on this process's clock (`step_stats.from_peer`, with the peer's clock
+    filter when given); DataLossError naming the peer when they are malformed."""
     try:
-        return from_peer(msg.step_stats, msg.clock, sent_ns, answered_ns)
+        return from_peer(msg.step_stats, msg.clock, sent_ns, answered_ns, clocks)
     except StatsError as e:
         raise errors.DataLossError(None, None, f"malformed step stats from {peer}: {e}") from None
 

@@ -178,6 +178,7 @@ class WorkerStatus:
     steps_in_flight: int = 0
     graphs: int = 0
     uptime_s: float = 0.0
+    clock_ns: int = 0  # the task's wall clock when it answered (the master's clock filter samples it)
 
 
 @dataclass

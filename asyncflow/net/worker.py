@@ -472,7 +472,7 @@ class WorkerService:
     # -- status ------------------------------------------------------------------------------------------
     def status(self) -> wire.WorkerStatus:
         return wire.WorkerStatus(self.task_name, self.incarnation, len(self.steps), len(self.graphs),
-                                 time.monotonic() - self._started)
+                                 time.monotonic() - self._started, self.wall_clock_ns())
 
     def reset(self, containers: Sequence[str] = ()) -> None:
         """Clears the named containers (all of them when none is named); ops blocked on a dropped

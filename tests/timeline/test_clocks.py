@@ -13,6 +13,7 @@ import pytest
 import asyncflow as af
 from asyncflow.cli import free_port
 from asyncflow.exec.step_stats import (
+    ClockFilter,
     DeviceStepStats,
     NodeExecStats,
     StatsError,
@@ -35,6 +36,17 @@ def test_ntp_offset_of_a_peer_ahead_or_behind():
     assert clock_offset_ns(0, 1030, 1230, 280) == 1000 + (30 - 50) // 2
     assert clock_offset_ns(0, 1040, 1240, 280) == 1000  # symmetric delays: exact
     assert clock_offset_ns(5000, 4040, 4240, 5280) == -1000
+
+
+def test_the_clock_filter_keeps_the_sample_with_the_least_time_in_transit():
+    clocks = ClockFilter(keep=3)
+    assert clocks.offset_ns() == 0
+    clocks.add(0, 1_000 + 100, 1_000 + 100, 200)  # 1000 ahead, 100 each way: exact
+    clocks.add(0, 1_000 + 100, 1_000 + 900, 5_000)  # the answer sat 4100 in a busy loop: off by 2050
+    assert clocks.offset_ns() == 1_000
+    for _ in range(3):  # the good sample ages out of the window
+        clocks.add(0, 1_000 + 300, 1_000 + 300, 800)
+    assert clocks.offset_ns() == 1_000 + (300 - 500) // 2
 
 
 def _dev(start: int) -> DeviceStepStats:
