@@ -98,9 +98,10 @@ class LocalCluster:
                 self.cluster = json.loads(line.split(":", 1)[1])
             elif "ready job=" in line:
                 ready += 1
-                if ready == ps + workers + 1:  # from now on its output is only drained, so no task blocks on it
-                    threading.Thread(target=self.proc.stdout.read, daemon=True).start()
-                    return
+            # `target:` comes once the master answers, after every ready line.
+            if self.target and ready == ps + workers + 1:  # from now on its output is only drained
+                threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+                return
         raise RuntimeError("the local cluster did not become ready within 60 s")
 
     def stop(self) -> None:
