@@ -27,10 +27,11 @@ import numpy as np
 from asyncflow import dtypes
 from asyncflow.data import runtime_stages
 from asyncflow.data.functions import TracedFunction
-from asyncflow.data.structure import ElementSpec, flatten, is_nested, map_structure, pack_as
+from asyncflow.data.structure import ElementSpec, flatten, is_nested, pack_as
 from asyncflow.graph import Tensor, get_default_graph, get_seed, name_scope
 from asyncflow.ops.registry import convert_to_tensor
 from asyncflow.shapes import TensorShape
+from asyncflow.sparse_tensor import SparseTensor, is_sparse
 
 _tokens = itertools.count()
 
@@ -85,8 +86,10 @@ class DatasetV1:
 
     # -- the program -----------------------------------------------------------------------------------------
     def _node(self, b: ProgramBuilder) -> dict:
-        node: dict[str, Any] = {"op": self._op, "name": self._name, "types": [t.name for t in self._spec.types],
-                                "shapes": [_shape_json(s) for s in self._spec.shapes], **self._params}
+        spec = self._spec  # the runtime sees components: a SparseTensor leaf is three (structure.py)
+        node: dict[str, Any] = {"op": self._op, "name": self._name, "types": [t.name for t in spec.component_types],
+                                "shapes": [_shape_json(s) for s in spec.component_shapes],
+                                "sparse": list(spec.sparse_starts), **self._params}
         if len(self._inputs) == 1 and self._op != "ZipDataset" and self._op != "ConcatenateDataset":
             node["input"] = self._inputs[0]._node(b)
         elif self._inputs:
@@ -103,27 +106,27 @@ class DatasetV1:
     # -- sources ------------------------------------------------------------------------------------------
     @staticmethod
     def from_tensor_slices(tensors: Any) -> DatasetV1:
-        """Elements are the slices of `tensors` along dimension 0 (every component the same length)."""
+        """Elements are the slices of `tensors` along dimension 0 (every component the same length; a
+        SparseTensor is sliced along its first dense dimension, as TF's)."""
         with name_scope("tensors"):
-            flat = _tensors_of(tensors)
-        for i, t in enumerate(flat):
-            if t.shape.ndims == 0:
-                raise ValueError(f"from_tensor_slices: component {i} ({t.name}) is a scalar; slicing needs rank >= 1")
-        first = next((t.shape[0] for t in flat if t.shape.ndims is not None), None)
-        for t in flat:
-            if t.shape.ndims is not None and first is not None and not t.shape[0].is_compatible_with(first):
-                raise ValueError(f"Dimensions {first} and {t.shape[0]} are not compatible: every component of "
+            spec, flat = ElementSpec.of_values(_values_of(tensors))
+        for i, (s, leaf) in enumerate(zip(spec.shapes, _leaf_names(flat, spec))):
+            if s.ndims == 0:
+                raise ValueError(f"from_tensor_slices: component {i} ({leaf}) is a scalar; slicing needs rank >= 1")
+        first = next((s[0] for s in spec.shapes if s.ndims is not None), None)
+        for s in spec.shapes:
+            if s.ndims is not None and first is not None and not s[0].is_compatible_with(first):
+                raise ValueError(f"Dimensions {first} and {s[0]} are not compatible: every component of "
                                  f"from_tensor_slices must have the same size in dimension 0")
-        shapes = [TensorShape(None) if t.shape.ndims is None else TensorShape(t.shape.as_list()[1:]) for t in flat]
-        spec = ElementSpec(_structure_of(tensors), [t.dtype.base_dtype for t in flat], shapes)
+        spec = spec.with_shapes([TensorShape(None) if s.ndims is None else TensorShape(s.as_list()[1:])
+                                 for s in spec.shapes])
         return DatasetV1(spec, tensors=tuple(flat), op="TensorSliceDataset")
 
     @staticmethod
     def from_tensors(tensors: Any) -> DatasetV1:
         """A dataset of one element, `tensors`."""
         with name_scope("tensors"):
-            flat = _tensors_of(tensors)
-        spec = ElementSpec(_structure_of(tensors), [t.dtype.base_dtype for t in flat], [t.shape for t in flat])
+            spec, flat = ElementSpec.of_values(_values_of(tensors))
         return DatasetV1(spec, tensors=tuple(flat), op="TensorDataset")
 
     @staticmethod
@@ -168,7 +171,8 @@ class DatasetV1:
         structure = pack_as(datasets, [d._spec.structure for d in leaves])
         types = [t for d in leaves for t in d._spec.types]
         shapes = [s for d in leaves for s in d._spec.shapes]
-        return DatasetV1(ElementSpec(_zip_structure(structure), types, shapes), inputs=tuple(leaves),
+        kinds = [k for d in leaves for k in d._spec.kinds]
+        return DatasetV1(ElementSpec(_zip_structure(structure), types, shapes, kinds), inputs=tuple(leaves),
                          op="ZipDataset")
 
     # -- transformations (dataset_transforms.py) ------------------------------------------------------------
@@ -372,14 +376,23 @@ def register_program(program: dict) -> tuple[str, str]:
 
 
 # -- helpers ------------------------------------------------------------------------------------------------
-def _structure_of(value: Any) -> Any:
-    return map_structure(lambda _: 0, value) if is_nested(value) else 0
-
-
-def _tensors_of(value: Any) -> list[Tensor]:
-    """The flat tensors of an element structure (lists and arrays are values, not structure)."""
+def _values_of(value: Any) -> Any:
+    """An element structure with its leaves as tensors or SparseTensors (lists and arrays are values, not
+    structure; a SparseTensorValue becomes a SparseTensor)."""
     flat = flatten(value) if is_nested(value) else [value]
-    return [convert_to_tensor(v, name=f"component_{i}") for i, v in enumerate(flat)]
+    leaves = [SparseTensor.from_value(v) if is_sparse(v) and not isinstance(v, SparseTensor)
+              else v if isinstance(v, SparseTensor) else convert_to_tensor(v, name=f"component_{i}")
+              for i, v in enumerate(flat)]
+    return pack_as(value, leaves) if is_nested(value) else leaves[0]
+
+
+def _leaf_names(flat: list[Tensor], spec: ElementSpec) -> list[str]:
+    """The name of each leaf's first component (for error messages)."""
+    out, c = [], 0
+    for n in spec.leaf_sizes:
+        out.append(flat[c].name)
+        c += n
+    return out
 
 
 def _zip_structure(structure: Any) -> Any:

@@ -17,7 +17,7 @@ import numpy as np
 from asyncflow import dtypes
 from asyncflow.data.dataset import DatasetV1, build_program
 from asyncflow.data.functions import trace
-from asyncflow.data.structure import ElementSpec, _flatten_up_to, same_structure
+from asyncflow.data.structure import DatasetSpec, ElementSpec, _flatten_up_to, _leaf_spec
 from asyncflow.graph import get_seed
 from asyncflow.ops.registry import constant_value, convert_to_tensor
 from asyncflow.shapes import TensorShape, as_shape
@@ -77,13 +77,21 @@ def batch_dataset(ds: DatasetV1, batch_size: Any, drop_remainder: Any) -> Datase
     drop = convert_to_tensor(drop_remainder, dtypes.bool, name="drop_remainder")
     static_drop = constant_value(drop)
     n = _static_int(size) if static_drop is not None and bool(static_drop) else None
-    spec = ElementSpec(ds._spec.structure, ds._spec.types, [_batched(s, n) for s in ds._spec.shapes])
+    _no_datasets(ds, "batch")
+    spec = ds._spec.with_shapes([_batched(s, n) for s in ds._spec.shapes])
     return DatasetV1(spec, inputs=(ds,), tensors=(size, drop), op="BatchDatasetV2")
+
+
+def _no_datasets(ds: DatasetV1, what: str) -> None:
+    if ds._spec.has_datasets:
+        raise TypeError(f"{what}: the elements hold datasets ({ds.output_classes!r}); asyncflow runs a window's "
+                        f"datasets only inside flat_map or interleave")
 
 
 def padded_batch_dataset(ds: DatasetV1, batch_size: Any, padded_shapes: Any, padding_values: Any,
                          drop_remainder: Any) -> DatasetV1:
     spec = ds._spec
+    _no_datasets(ds, "padded_batch")
     size = convert_to_tensor(batch_size, dtypes.int64, name="batch_size")
     if padded_shapes is None:
         flat_shapes = [s if s.ndims is not None else None for s in spec.shapes]
@@ -118,7 +126,7 @@ def padded_batch_dataset(ds: DatasetV1, batch_size: Any, padded_shapes: Any, pad
     drop = convert_to_tensor(drop_remainder, dtypes.bool, name="drop_remainder")
     static_drop = constant_value(drop)
     n = _static_int(size) if static_drop is not None and bool(static_drop) else None
-    out = ElementSpec(spec.structure, spec.types, [_batched(s, n) for s in static])
+    out = spec.with_shapes([_batched(s, n) for s in static])
     tensors = (size, drop, *shape_tensors, *value_tensors)
     k = len(shape_tensors)
     params = {"padded_shapes": list(range(2, 2 + k)), "padding_values": list(range(2 + k, 2 + 2 * k))}
@@ -158,12 +166,13 @@ def _flat_like(spec: ElementSpec, value: Any, what: str) -> list[Any]:
 
 
 def unbatch_dataset(ds: DatasetV1) -> DatasetV1:
+    _no_datasets(ds, "unbatch")
     shapes = []
     for s in ds._spec.shapes:
         if s.ndims == 0:
             raise ValueError("Cannot unbatch an input with scalar components.")
         shapes.append(TensorShape(None) if s.ndims is None else TensorShape(s.as_list()[1:]))
-    return DatasetV1(ElementSpec(ds._spec.structure, ds._spec.types, shapes), inputs=(ds,), op="UnbatchDataset")
+    return DatasetV1(ds._spec.with_shapes(shapes), inputs=(ds,), op="UnbatchDataset")
 
 
 def shuffle_dataset(ds: DatasetV1, buffer_size: Any, seed: Any, reshuffle: Any) -> DatasetV1:
@@ -187,11 +196,20 @@ def cache_dataset(ds: DatasetV1, filename: Any) -> DatasetV1:
 def concatenate_dataset(a: DatasetV1, b: DatasetV1) -> DatasetV1:
     if not isinstance(b, DatasetV1):
         raise TypeError(f"concatenate: expected a Dataset, got {type(b).__name__}")
-    if a._spec.types != b._spec.types or not same_structure(a._spec.structure, b._spec.structure):
+    if not a._spec.same_kinds(b._spec):
         raise TypeError(f"Two datasets to concatenate have different types {a.output_types} and {b.output_types}")
     return DatasetV1(a._spec.most_specific_compatible(b._spec), inputs=(a, b), op="ConcatenateDataset")
 
 
-def window_dataset(ds: DatasetV1, size: Any, shift: Any, stride: Any, drop_remainder: bool) -> Any:
-    raise NotImplementedError("Dataset.window is not supported yet; use batch(size) (for shift == size) or "
-                              "a map over batches")
+def window_dataset(ds: DatasetV1, size: Any, shift: Any, stride: Any, drop_remainder: Any) -> DatasetV1:
+    """Elements are windows: each leaf a dataset of `size` (fewer at the end) consecutive leaves, `stride`
+    apart, windows starting `shift` (default `size`) elements apart. Sizes are checked at run time, as TF's."""
+    _no_datasets(ds, "window")
+    size_t = convert_to_tensor(size, dtypes.int64, name="size")
+    shift_t = size_t if shift is None else convert_to_tensor(shift, dtypes.int64, name="shift")
+    stride_t = convert_to_tensor(stride, dtypes.int64, name="stride")
+    drop = convert_to_tensor(drop_remainder, dtypes.bool, name="drop_remainder")
+    spec = ds._spec
+    kinds = [DatasetSpec(_leaf_spec(t, s, k)) for t, s, k in zip(spec.types, spec.shapes, spec.kinds)]
+    out = ElementSpec(spec.structure, spec.types, spec.shapes, kinds)
+    return DatasetV1(out, inputs=(ds,), tensors=(size_t, shift_t, stride_t, drop), op="WindowDataset")

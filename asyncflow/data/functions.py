@@ -1,9 +1,11 @@
 """Tracing `map`/`filter`/`flat_map`/`interleave` functions into function graphs, once, as TF1 does.
 
 `trace(fn, spec, what)` builds a `FunctionGraph` (an `af.Graph` of its own), makes one
-placeholder per flat component of the element (`args_0`, ...), calls `fn` on them (a tuple element
-is unpacked into positional arguments; a dict or namedtuple is passed whole, as TF's
-StructuredFunctionWrapper), and records the flat outputs. Outer tensors the function reads are
+placeholder per component of the element (`args_0`, ...; a SparseTensor leaf is three, rebuilt
+into a SparseTensor, and a window's leaf becomes a dataset over its stacked rows: see
+structure.py), calls `fn` on them (a tuple element is unpacked into positional arguments; a dict
+or namedtuple is passed whole, as TF's StructuredFunctionWrapper), and records the outputs'
+components (a SparseTensor returned is its three tensors) and their leaf spec. Outer tensors the function reads are
 *captured*: the function graph gets a placeholder for each (a constant is copied in instead, so
 shape inference still sees its value), and the pipeline feeds the outer tensor's value when the
 iterator is made; a variable is read then too (its value at initialisation). The registry asks
@@ -23,6 +25,7 @@ from asyncflow.data.structure import ElementSpec, flatten, pack_as
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph
 from asyncflow.ops.array import identity, placeholder
 from asyncflow.ops.registry import constant, constant_value, convert_to_tensor
+from asyncflow.sparse_tensor import SparseTensor, SparseTensorValue, is_sparse
 
 _ids = itertools.count()
 
@@ -82,9 +85,12 @@ class TracedFunction:
     result: Any = None  # what the function returned (a Dataset, for flat_map/interleave)
     captured: list[Tensor] = field(default_factory=list)
     capture_inputs: list[Tensor] = field(default_factory=list)
+    spec: ElementSpec | None = None  # the leaves the function returned (SparseTensors as such)
 
     @property
     def output_spec(self) -> ElementSpec:
+        if self.spec is not None:
+            return self.spec
         return ElementSpec(self.structure, [t.dtype.base_dtype for t in self.outputs], [t.shape for t in self.outputs])
 
     @property
@@ -111,24 +117,36 @@ def trace(fn: Callable[..., Any], spec: ElementSpec, what: str,
         raise TypeError(f"{what}: the function must be callable, got {type(fn).__name__}")
     graph = FunctionGraph(get_default_graph(), f"{what}_fn_{next(_ids)}")
     with graph.as_default():
-        args = [placeholder(t, s, name=f"args_{i}") for i, (t, s) in enumerate(zip(spec.types, spec.shapes))]
-        element = pack_as(spec.structure, args)
+        args = [placeholder(t, s, name=f"args_{i}")
+                for i, (t, s) in enumerate(zip(spec.component_types, spec.component_shapes))]
+        element = spec.pack_components(args, _window_dataset)
         result = fn(*element) if _should_unpack(element) else fn(element)
+        out_spec = None
         if finish is not None:
             structure, outputs = finish(result)
         else:
-            structure, outputs = normalise_result(result, what)
+            structure, outputs, out_spec = normalise_result(result, what)
     captured = [outer for outer, _ in graph.capture_order]
     inner = [p for _, p in graph.capture_order]
-    return TracedFunction(graph, args, outputs, structure, result, captured, inner)
+    return TracedFunction(graph, args, outputs, structure, result, captured, inner, out_spec)
 
 
-def normalise_result(result: Any, what: str) -> tuple[Any, list[Tensor]]:
-    """The structure and flat tensors of what a map function returned (lists read as tuples, as TF1)."""
+def _window_dataset(rows: Any) -> Any:
+    """A window's leaf inside a function: the dataset of its stacked rows."""
+    from asyncflow.data.dataset import DatasetV1  # the dataset module imports this one
+
+    return DatasetV1.from_tensor_slices(rows)
+
+
+def normalise_result(result: Any, what: str) -> tuple[Any, list[Tensor], ElementSpec]:
+    """The structure, component tensors and leaf spec of what a map function returned (lists read as
+    tuples, as TF1; a SparseTensor or SparseTensorValue is a leaf of three components)."""
     if result is None:
         raise ValueError(f"{what}: the function returned None; it must return a tensor or a structure of tensors")
 
     def tuples(x: Any) -> Any:
+        if isinstance(x, SparseTensorValue):
+            return x
         if isinstance(x, list):
             return tuple(tuples(v) for v in x)
         if isinstance(x, dict):
@@ -141,19 +159,32 @@ def normalise_result(result: Any, what: str) -> tuple[Any, list[Tensor]]:
         return x
 
     structure = tuples(result)
-    flat = []
+    leaves = []
     for leaf in flatten(structure):
+        if is_sparse(leaf):
+            sp = SparseTensor.from_value(leaf) if not isinstance(leaf, SparseTensor) else leaf
+            parts = [_inner(t) for t in (sp.indices, sp.values, sp.dense_shape)]
+            st = SparseTensor(*parts)
+            st.set_shape(sp.shape)
+            leaves.append(st)
+            continue
         try:
             t = convert_to_tensor(leaf)
         except (TypeError, ValueError) as e:
             raise TypeError(f"{what}: the function returned {leaf!r}, which is not convertible to a tensor ({e})") \
                 from None
-        graph = get_default_graph()
-        if t.graph is not graph and isinstance(graph, FunctionGraph):
-            t = graph.capture(t)  # an outer tensor returned as it is
-        if t.dtype.is_ref_dtype:
-            t = identity(t)
-        flat.append(t)
+        leaves.append(_inner(t))
+    spec, flat = ElementSpec.of_values(pack_as(structure, leaves))
     if any(t.dtype.base_dtype == dtypes.resource for t in flat):
         raise TypeError(f"{what}: the function returned a resource handle, which a dataset cannot hold")
-    return structure, flat
+    return structure, flat, ElementSpec(structure, spec.types, spec.shapes, spec.kinds)
+
+
+def _inner(t: Tensor) -> Tensor:
+    """`t` as a tensor of the function graph being traced (an outer one captured; a ref read)."""
+    graph = get_default_graph()
+    if t.graph is not graph and isinstance(graph, FunctionGraph):
+        t = graph.capture(t)  # an outer tensor returned as it is
+    if t.dtype.is_ref_dtype:
+        t = identity(t)
+    return t

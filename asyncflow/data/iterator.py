@@ -12,14 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from asyncflow.data.dataset import DatasetV1, build_program, in_process_only, register_program
-from asyncflow.data.structure import ElementSpec, pack_as, same_structure
+from asyncflow.data.structure import ElementSpec, same_structure
 from asyncflow.graph import Operation, Tensor
 from asyncflow.ops import dataset_ops
 from asyncflow.ops.registry import convert_to_tensor
 
 
 def _attrs(spec: ElementSpec) -> dict[str, Any]:
-    return {"output_types": list(spec.types), "output_shapes": list(spec.shapes)}
+    # the ops carry components: a SparseTensor leaf is three tensors (structure.py)
+    return {"output_types": list(spec.component_types), "output_shapes": list(spec.component_shapes)}
 
 
 class Iterator:
@@ -36,7 +37,7 @@ class Iterator:
     def from_structure(output_types: Any, output_shapes: Any = None, shared_name: str | None = None,
                        output_classes: Any = None) -> Iterator:
         """An iterator not bound to a dataset: `make_initializer(dataset)` binds one (reinitializable)."""
-        spec = ElementSpec.from_types_and_shapes(output_types, output_shapes)
+        spec = ElementSpec.from_types_and_shapes(output_types, output_shapes, output_classes)
         handle = dataset_ops.iterator_v2(shared_name=shared_name or "", container="", name="Iterator", **_attrs(spec))
         return Iterator(handle, None, spec)
 
@@ -44,7 +45,7 @@ class Iterator:
     def from_string_handle(string_handle: Any, output_types: Any, output_shapes: Any = None,
                            output_classes: Any = None) -> Iterator:
         """An iterator chosen at run time by a string handle fed into `string_handle` (a string scalar)."""
-        spec = ElementSpec.from_types_and_shapes(output_types, output_shapes)
+        spec = ElementSpec.from_types_and_shapes(output_types, output_shapes, output_classes)
         handle_in = convert_to_tensor(string_handle, "string")
         handle = dataset_ops.iterator_from_string_handle(handle_in, name="IteratorFromStringHandle", **_attrs(spec))
         return Iterator(handle, None, spec)
@@ -65,6 +66,9 @@ class Iterator:
         if spec.types != self._spec.types:
             raise TypeError(f"Expected output types {self.output_types!r} but got dataset with output types "
                             f"{dataset.output_types!r}.")
+        if not self._spec.same_kinds(spec):
+            raise TypeError(f"Expected output classes {self.output_classes!r} but got dataset with output classes "
+                            f"{dataset.output_classes!r}.")
         if not all(a.is_compatible_with(b) for a, b in zip(self._spec.shapes, spec.shapes)):
             raise TypeError(f"Expected output shapes compatible with {self.output_shapes!r} but got dataset with "
                             f"output shapes {dataset.output_shapes!r}.")
@@ -73,12 +77,15 @@ class Iterator:
     def get_next(self, name: str | None = None) -> Any:
         """The next element (a structure of tensors); OutOfRangeError at the end, every time it runs."""
         self._get_next_calls += 1
+        if self._spec.has_datasets:
+            raise TypeError(f"get_next: the elements hold datasets ({self.output_classes!r}), which asyncflow does "
+                            f"not take out of a pipeline; use them inside flat_map or interleave")
         flat = dataset_ops.iterator_get_next(self._iterator_resource, name=name or "IteratorGetNext",
                                              **_attrs(self._spec))
         flat = flat if isinstance(flat, list) else [flat]
-        for t, s in zip(flat, self._spec.shapes):
+        for t, s in zip(flat, self._spec.component_shapes):
             t.set_shape(s)
-        return pack_as(self._spec.structure, flat)
+        return self._spec.pack_components(flat)
 
     def string_handle(self, name: str | None = None) -> Tensor:
         """A string scalar naming this iterator, to feed an iterator made `from_string_handle`."""

@@ -100,6 +100,10 @@ class _Blocks(Stage):
 
 @builder("TensorSliceDataset")
 def _slices(node: dict, env: Env) -> Maker:
+    if node.get("sparse"):
+        from asyncflow.data.runtime_batch import sparse_slices  # it builds on this module
+
+        return sparse_slices(node, env)
     cols = [np.asarray(env.capture(i)) for i in node["captures"]]
     n = cols[0].shape[0] if cols and cols[0].ndim else 0
     for i, c in enumerate(cols):

@@ -1,11 +1,12 @@
-"""The transformation stages: map, filter, flat_map/interleave, batch, shuffle, repeat, prefetch, ...
+"""The transformation stages: map, filter, flat_map/interleave, shuffle, repeat, prefetch, cache, ...
 
 Each reads its input stage(s) block by block (see runtime_stages.py). The ones that wait on
 something other than their input: `prefetch`, whose producer task (owned by the pipeline's
 `TaskOwner`) fills a bounded buffer while the consumer (the step's `IteratorGetNext`) takes from
 it, so input work overlaps the training step's awaits; and a `map` of a Python-holding function
 with `num_parallel_calls`, which keeps that many calls in flight in the data thread pool and
-hands the results on in input order.
+hands the results on in input order. The stages that regroup rows (batch, padded_batch, unbatch,
+window) are in runtime_batch.py.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from asyncflow import errors
-from asyncflow.data import runtime_cache
+from asyncflow.data import runtime_batch, runtime_cache
 from asyncflow.data.runtime import AUTOTUNE, THREADED_AUTOTUNE, Block, Env, check_element, pool
 from asyncflow.data.runtime_stages import Maker, Rows, Stage, _specs, _what, build, builder
+
+__all__ = ["build", "runtime_batch"]  # runtime_batch: imported for the stages it registers
 
 
 # -- map and filter -----------------------------------------------------------------------------------------
@@ -202,110 +205,6 @@ class _Interleave(Stage):
 def _interleave(node: dict, env: Env) -> Maker:
     make_input = build(node["input"], env)
     return lambda: _Interleave(node, env, make_input)
-
-
-# -- batching ---------------------------------------------------------------------------------------------
-class _Batch(Stage):
-    def __init__(self, node: dict, env: Env, make_input: Maker):
-        self.input = make_input()
-        self.inputs = (self.input,)
-        self.rows = Rows(self.input)
-        self.node = node
-        self.size = int(env.capture(node["captures"][0]))
-        self.drop = bool(env.capture(node["captures"][1]))
-        if self.size <= 0:
-            raise errors.InvalidArgumentError(None, None, f"{_what(node)}: Batch size must be greater than zero.")
-        self.padded = node["op"] == "PaddedBatchDatasetV2"
-        if self.padded:
-            self.pad_shapes = [np.asarray(env.capture(i)).astype(np.int64) for i in node["padded_shapes"]]
-            self.pad_values = [env.capture(i) for i in node["padding_values"]]
-
-    async def next(self) -> Block | None:
-        parts: list[Block] = []
-        count = 0
-        while count < self.size:
-            b = await self.rows.take(self.size - count)
-            if b is None:
-                break
-            parts.append(b)
-            count += b.n
-        if count == 0 or (self.drop and count < self.size):
-            return None
-        cols = [self._pad(parts, i) if self.padded else self._stack(parts, i) for i in range(len(parts[0].cols))]
-        return Block([c[np.newaxis] for c in cols], 1)
-
-    def _stack(self, parts: list[Block], i: int) -> np.ndarray:
-        if len(parts) == 1:
-            return parts[0].cols[i]
-        first = parts[0].cols[i].shape[1:]
-        seen = parts[0].n
-        for p in parts[1:]:
-            if p.cols[i].shape[1:] != first:
-                raise errors.InvalidArgumentError(
-                    None, None, f"{_what(self.node)}: Cannot batch tensors with different shapes in component {i}. "
-                                f"First element had shape {list(first)} and element {seen} had shape "
-                                f"{list(p.cols[i].shape[1:])}.")
-            seen += p.n
-        return np.concatenate([p.cols[i] for p in parts])
-
-    def _pad(self, parts: list[Block], i: int) -> np.ndarray:
-        want = self.pad_shapes[i]
-        rank = len(want)
-        for p in parts:
-            if p.cols[i].ndim - 1 != rank:
-                raise errors.InvalidArgumentError(
-                    None, None, f"{_what(self.node)}: padded_shapes[{i}] has rank {rank}, but an element of component "
-                                f"{i} has shape {list(p.cols[i].shape[1:])}")
-        longest = [max(p.cols[i].shape[1 + d] for p in parts) for d in range(rank)]
-        shape = [longest[d] if want[d] < 0 else int(want[d]) for d in range(rank)]
-        for p in parts:
-            for d in range(rank):
-                if p.cols[i].shape[1 + d] > shape[d]:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"{_what(self.node)}: Attempted to pad to a smaller size than the input element. "
-                                    f"Component {i}: element shape {list(p.cols[i].shape[1:])}, padded shape {shape}")
-        dtype = parts[0].cols[i].dtype
-        out = np.empty([sum(p.n for p in parts)] + shape, dtype=dtype)
-        out[...] = self.pad_values[i]
-        row = 0
-        for p in parts:
-            c = p.cols[i]
-            out[(slice(row, row + p.n),) + tuple(slice(0, s) for s in c.shape[1:])] = c
-            row += p.n
-        return out
-
-
-@builder("BatchDatasetV2", "PaddedBatchDatasetV2")
-def _batch(node: dict, env: Env) -> Maker:
-    make_input = build(node["input"], env)
-    return lambda: _Batch(node, env, make_input)
-
-
-class _Unbatch(Stage):
-    def __init__(self, node: dict, make_input: Maker):
-        self.input = make_input()
-        self.inputs = (self.input,)
-        self.node = node
-
-    async def next(self) -> Block | None:
-        while True:
-            block = await self.input.next()
-            if block is None:
-                return None
-            sizes = {c.shape[1] if c.ndim > 1 else None for c in block.cols}
-            if None in sizes or len(sizes) != 1:
-                raise errors.InvalidArgumentError(None, None, f"{_what(self.node)}: Input element must have a "
-                                                              f"non-scalar value in each component, all of one size "
-                                                              f"in dimension 0")
-            b = sizes.pop()
-            if b:
-                return Block([c.reshape((block.n * b,) + c.shape[2:]) for c in block.cols], block.n * b)
-
-
-@builder("UnbatchDataset")
-def _unbatch(node: dict, env: Env) -> Maker:
-    make_input = build(node["input"], env)
-    return lambda: _Unbatch(node, make_input)
 
 
 # -- order: shuffle, repeat, take, skip, zip, concatenate ---------------------------------------------------

@@ -5,9 +5,18 @@ whose leaves are tensors. Lists are not structure: as in `tf.data`, a list is a 
 one tensor (`from_tensor_slices([1, 2, 3])` has scalar elements), except that a `map` function
 returning a list is read as a tuple, as TF1 does.
 
-`ElementSpec` is what a dataset knows of its elements statically: the structure, and one dtype and
-one static shape per leaf (flat, in `flatten` order). `output_types`, `output_shapes` and
-`output_classes` are its three packed views. This module sits on the graph model only.
+`ElementSpec` is what a dataset knows of its elements statically: the structure, and one dtype, one
+static shape and one *kind* per leaf (flat, in `flatten` order). A leaf is a Tensor, a SparseTensor
+(its shape the dense shape) or, in the elements of `window`, a dataset (kind: its `DatasetSpec`).
+`output_types`, `output_shapes`, `output_classes` and `element_spec` are its packed views.
+
+Pipelines carry *components*, plain dense tensors: a Tensor leaf is one, a SparseTensor leaf three
+(indices int64 [N, rank], values [N], dense_shape int64 [rank]), and a window's dataset leaf is
+its rows stacked, as `batch` would stack them (a dense [k, ...] tensor, or a batched sparse
+triple). `component_types`/`component_shapes` are what iterator ops and the runtime see;
+`sparse_starts` says where sparse triples begin among them; `pack_components` rebuilds the
+user's structure (SparseTensors, window datasets) from component tensors, and
+`flatten_components` takes one apart. This module sits on the graph model only.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from typing import Any
 from asyncflow import dtypes
 from asyncflow.graph import Tensor
 from asyncflow.shapes import TensorShape, as_shape
+from asyncflow.sparse_tensor import SparseTensor, SparseTensorValue
 
 
 def _is_namedtuple(x: Any) -> bool:
@@ -26,14 +36,15 @@ def _is_namedtuple(x: Any) -> bool:
 
 
 def is_nested(x: Any) -> bool:
-    return isinstance(x, (tuple, dict))
+    # a SparseTensorValue is a namedtuple, but one value (TF's nest treats it as a leaf too)
+    return isinstance(x, (tuple, dict)) and not isinstance(x, SparseTensorValue)
 
 
 def flatten(structure: Any) -> list[Any]:
     """The leaves of `structure` in TF's order (dict values by sorted key)."""
     if isinstance(structure, dict):
         return [leaf for k in sorted(structure) for leaf in flatten(structure[k])]
-    if isinstance(structure, tuple):
+    if is_nested(structure):
         return [leaf for item in structure for leaf in flatten(item)]
     return [structure]
 
@@ -55,9 +66,9 @@ def _pack(structure: Any, it: Any) -> Any:
         values = {k: _pack(structure[k], it) for k in sorted(structure)}
         return type(structure)((k, values[k]) for k in structure) if type(structure) is not dict \
             else {k: values[k] for k in structure}
-    if _is_namedtuple(structure):
+    if _is_namedtuple(structure) and is_nested(structure):
         return type(structure)(*(_pack(s, it) for s in structure))
-    if isinstance(structure, tuple):
+    if is_nested(structure):
         return tuple(_pack(s, it) for s in structure)
     value = next(it, _END)
     if value is _END:
@@ -74,8 +85,8 @@ def same_structure(a: Any, b: Any) -> bool:
     if isinstance(a, dict) or isinstance(b, dict):
         return isinstance(a, dict) and isinstance(b, dict) and sorted(a) == sorted(b) and \
             all(same_structure(a[k], b[k]) for k in a)
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
+    if is_nested(a) or is_nested(b):
+        return is_nested(a) and is_nested(b) and len(a) == len(b) and \
             all(same_structure(x, y) for x, y in zip(a, b))
     return True
 
@@ -99,60 +110,213 @@ class TensorSpec:
         return self.dtype == other.dtype and self.shape.is_compatible_with(other.shape)
 
 
-class ElementSpec:
-    """What a dataset's elements look like: a structure, and a dtype and static shape per leaf."""
+@dataclass(frozen=True)
+class SparseTensorSpec:
+    """A SparseTensor leaf of an element: its values' dtype and its dense static shape (`tf.SparseTensorSpec`)."""
 
-    def __init__(self, structure: Any, types: Sequence[dtypes.DType], shapes: Sequence[TensorShape]):
+    shape: TensorShape
+    dtype: dtypes.DType
+
+    def __repr__(self) -> str:
+        return f"SparseTensorSpec({self.shape!r}, {self.dtype!r})"
+
+    @property
+    def value_type(self) -> type:
+        return SparseTensor
+
+    def is_compatible_with(self, other: Any) -> bool:
+        return isinstance(other, SparseTensorSpec) and self.dtype == other.dtype and \
+            self.shape.is_compatible_with(other.shape)
+
+
+@dataclass(frozen=True, eq=False)
+class DatasetSpec:
+    """A dataset leaf (an element of `window`): the spec of its elements (`tf.data.DatasetSpec`)."""
+
+    element_spec: Any  # TensorSpec | SparseTensorSpec
+    dataset_shape: TensorShape = TensorShape([])
+
+    def __repr__(self) -> str:
+        return f"DatasetSpec({self.element_spec!r}, {self.dataset_shape!r})"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, DatasetSpec) and type(self.element_spec) is type(other.element_spec) and \
+            self.element_spec.dtype == other.element_spec.dtype and \
+            _shape_key(self.element_spec.shape) == _shape_key(other.element_spec.shape)
+
+    __hash__ = object.__hash__
+
+    @property
+    def value_type(self) -> type:
+        from asyncflow.data.dataset import DatasetV1  # the dataset module sits above this one
+
+        return DatasetV1
+
+
+def _shape_key(s: TensorShape) -> tuple | None:
+    return None if s.ndims is None else tuple(s.as_list())
+
+
+def _leaf_spec(dtype: dtypes.DType, shape: TensorShape, kind: Any) -> Any:
+    if kind is SparseTensor:
+        return SparseTensorSpec(shape, dtype)
+    return kind if isinstance(kind, DatasetSpec) else TensorSpec(shape, dtype)
+
+
+def _batched_shape(shape: TensorShape, n: int | None = None) -> TensorShape:
+    return TensorShape(None) if shape.ndims is None else TensorShape([n] + shape.as_list())
+
+
+def leaf_components(dtype: dtypes.DType, shape: TensorShape, kind: Any) -> list[tuple[dtypes.DType, TensorShape]]:
+    """The (dtype, static shape) of each component that carries one leaf (module docstring)."""
+    if kind is SparseTensor:
+        rank = shape.ndims
+        return [(dtypes.int64, TensorShape([None, rank])), (dtype, TensorShape([None])),
+                (dtypes.int64, TensorShape([rank]))]
+    if isinstance(kind, DatasetSpec):  # a window: its rows stacked, as batch stacks them
+        inner = kind.element_spec
+        return leaf_components(inner.dtype, _batched_shape(inner.shape),
+                               SparseTensor if isinstance(inner, SparseTensorSpec) else Tensor)
+    return [(dtype, shape)]
+
+
+def _kind_of_class(c: Any) -> Any:
+    if c is SparseTensor or c is SparseTensorValue or isinstance(c, SparseTensorSpec) or \
+            (isinstance(c, type) and issubclass(c, SparseTensor)):
+        return SparseTensor
+    return c if isinstance(c, DatasetSpec) else Tensor
+
+
+class ElementSpec:
+    """What a dataset's elements look like: a structure, and a dtype, static shape and kind per leaf."""
+
+    def __init__(self, structure: Any, types: Sequence[dtypes.DType], shapes: Sequence[TensorShape],
+                 kinds: Sequence[Any] | None = None):
         self.structure = structure
         self.types = [dtypes.as_dtype(t).base_dtype for t in types]
         self.shapes = [as_shape(s) for s in shapes]
-        if len(self.types) != len(flatten(structure)) or len(self.shapes) != len(self.types):
+        self.kinds = list(kinds) if kinds is not None else [Tensor] * len(self.types)
+        if len(self.types) != len(flatten(structure)) or len(self.shapes) != len(self.types) or \
+                len(self.kinds) != len(self.types):
             raise ValueError(f"ElementSpec: {len(self.types)} types and {len(self.shapes)} shapes for a structure "
                              f"of {len(flatten(structure))} components")
+        self.component_types: list[dtypes.DType] = []
+        self.component_shapes: list[TensorShape] = []
+        self.sparse_starts: list[int] = []
+        self.leaf_sizes: list[int] = []
+        for t, s, k in zip(self.types, self.shapes, self.kinds):
+            parts = leaf_components(t, s, k)
+            if len(parts) == 3:
+                self.sparse_starts.append(len(self.component_types))
+            self.leaf_sizes.append(len(parts))
+            self.component_types += [p[0] for p in parts]
+            self.component_shapes += [p[1] for p in parts]
 
     @staticmethod
     def of_tensors(structure: Any) -> ElementSpec:
-        """The spec of a structure of tensors."""
-        leaves = flatten(structure)
-        return ElementSpec(structure, [t.dtype.base_dtype for t in leaves], [t.shape for t in leaves])
+        """The spec of a structure of tensors and SparseTensors."""
+        return ElementSpec.of_values(structure)[0]
 
     @staticmethod
-    def from_types_and_shapes(types: Any, shapes: Any = None) -> ElementSpec:
-        """A spec from TF1's `output_types` and `output_shapes` (shapes default to unknown; a shape
-        structure may stop at a leaf of the types' structure, as TF's `nest.map_structure_up_to`)."""
+    def of_values(structure: Any) -> tuple[ElementSpec, list[Tensor]]:
+        """The spec of a structure of tensors and SparseTensors, and its component tensors."""
+        types, shapes, kinds, comps = [], [], [], []
+        for leaf in flatten(structure):
+            if isinstance(leaf, SparseTensor):
+                types.append(leaf.dtype.base_dtype)
+                shapes.append(leaf.shape)
+                kinds.append(SparseTensor)
+                comps += [leaf.indices, leaf.values, leaf.dense_shape]
+            else:
+                types.append(leaf.dtype.base_dtype)
+                shapes.append(leaf.shape)
+                kinds.append(Tensor)
+                comps.append(leaf)
+        return ElementSpec(map_structure(lambda _: 0, structure) if is_nested(structure) else 0, types, shapes,
+                           kinds), comps
+
+    @staticmethod
+    def from_types_and_shapes(types: Any, shapes: Any = None, classes: Any = None) -> ElementSpec:
+        """A spec from TF1's `output_types`, `output_shapes` and `output_classes` (shapes default to unknown,
+        classes to Tensor; a shape or class structure may stop at a leaf of the types' structure, as TF's
+        `nest.map_structure_up_to`)."""
         flat_types = flatten(types)
         if shapes is None:
             flat_shapes = [TensorShape(None)] * len(flat_types)
         else:
             flat_shapes = [as_shape(s) for s in _flatten_up_to(types, shapes)]
-        return ElementSpec(types, [dtypes.as_dtype(t) for t in flat_types], flat_shapes)
+        kinds = None if classes is None else [_kind_of_class(c) for c in _flatten_up_to(types, classes)]
+        return ElementSpec(types, [dtypes.as_dtype(t) for t in flat_types], flat_shapes, kinds)
 
     def __len__(self) -> int:
         return len(self.types)
 
+    def _view(self, fn: Callable[[dtypes.DType, TensorShape, Any], Any]) -> Any:
+        return pack_as(self.structure, [k if isinstance(k, DatasetSpec) else fn(t, s, k)
+                                        for t, s, k in zip(self.types, self.shapes, self.kinds)])
+
     @property
     def output_types(self) -> Any:
-        return pack_as(self.structure, self.types)
+        return self._view(lambda t, s, k: t)
 
     @property
     def output_shapes(self) -> Any:
-        return pack_as(self.structure, self.shapes)
+        return self._view(lambda t, s, k: s)
 
     @property
     def output_classes(self) -> Any:
-        return pack_as(self.structure, [Tensor] * len(self.types))
+        return self._view(lambda t, s, k: k)
 
     @property
     def element_spec(self) -> Any:
-        return pack_as(self.structure, [TensorSpec(s, t) for s, t in zip(self.shapes, self.types)])
+        return self._view(_leaf_spec)
+
+    @property
+    def has_datasets(self) -> bool:
+        return any(isinstance(k, DatasetSpec) for k in self.kinds)
+
+    def with_shapes(self, shapes: Sequence[TensorShape]) -> ElementSpec:
+        return ElementSpec(self.structure, self.types, shapes, self.kinds)
+
+    def pack_components(self, flat: Sequence[Any], dataset_of: Callable[[Any], Any] | None = None) -> Any:
+        """The user's structure from component tensors: SparseTensors rebuilt (with the spec's static dense
+        shape), and a window's leaves made datasets by `dataset_of(stacked rows)`."""
+        if len(flat) != len(self.component_types):
+            raise ValueError(f"pack_components: {len(flat)} components for a spec of {len(self.component_types)}")
+        leaves, c = [], 0
+        for s, k, n in zip(self.shapes, self.kinds, self.leaf_sizes):
+            parts = list(flat[c:c + n])
+            c += n
+            value = parts[0]
+            if n == 3:
+                value = SparseTensor(*parts)
+                value.set_shape(_batched_shape(k.element_spec.shape) if isinstance(k, DatasetSpec) else s)
+            if isinstance(k, DatasetSpec):
+                if dataset_of is None:
+                    raise TypeError(f"an element holding datasets ({k!r}) cannot be taken out of a pipeline as "
+                                    f"tensors in asyncflow; use the windows inside flat_map or interleave")
+                value = dataset_of(value)
+            leaves.append(value)
+        return pack_as(self.structure, leaves)
 
     def is_compatible_with(self, other: ElementSpec) -> bool:
         return same_structure(self.structure, other.structure) and self.types == other.types and \
-            all(a.is_compatible_with(b) for a, b in zip(self.shapes, other.shapes))
+            self.kinds == other.kinds and all(a.is_compatible_with(b) for a, b in zip(self.shapes, other.shapes))
+
+    def same_kinds(self, other: ElementSpec) -> bool:
+        """Same structure, dtypes and kinds (shapes aside)."""
+        return same_structure(self.structure, other.structure) and self.types == other.types and \
+            [type(k) if isinstance(k, DatasetSpec) else k for k in self.kinds] == \
+            [type(k) if isinstance(k, DatasetSpec) else k for k in other.kinds]
 
     def most_specific_compatible(self, other: ElementSpec) -> ElementSpec:
         """The spec both satisfy (concatenate): shapes generalised dimension by dimension."""
-        return ElementSpec(self.structure, self.types, [_generalise(a, b) for a, b in zip(self.shapes, other.shapes)])
+        kinds = [k if not isinstance(k, DatasetSpec) else DatasetSpec(
+            _leaf_spec(k.element_spec.dtype, _generalise(k.element_spec.shape, o.element_spec.shape),
+                       SparseTensor if isinstance(k.element_spec, SparseTensorSpec) else Tensor))
+            for k, o in zip(self.kinds, other.kinds)]
+        return ElementSpec(self.structure, self.types, [_generalise(a, b) for a, b in zip(self.shapes, other.shapes)],
+                           kinds)
 
     def __repr__(self) -> str:
         return f"ElementSpec(types={self.output_types!r}, shapes={self.output_shapes!r})"
