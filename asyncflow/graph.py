@@ -46,6 +46,7 @@ class GraphKeys:
     ASSET_FILEPATHS = "asset_filepaths"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     METRIC_VARIABLES = "metric_variables"
+    SUMMARY_OP = "summary_op"
     ACTIVATIONS = "activations"
     COND_CONTEXT = "cond_context"
     WHILE_CONTEXT = "while_context"

@@ -37,10 +37,12 @@ from asyncflow.serialization import graph_to_parts
 
 
 def parse_target(target: str) -> str:
-    """"host:port" of an `http://host:port` target; ValueError for anything else."""
+    """"host:port" of an `http://host:port` target (or TF's `grpc://host:port`, which TF1 programs pass
+    unchanged: the asyncflow master at that address speaks HTTP); ValueError for anything else."""
     if not isinstance(target, str):
         raise TypeError(f"Session target must be a string, got {type(target).__name__}")
-    rest = target[len("http://"):] if target.startswith("http://") else None
+    scheme_end = next((len(p) for p in ("http://", "grpc://") if target.startswith(p)), None)
+    rest = target[scheme_end:] if scheme_end is not None else None
     if rest is None:
         scheme = target.partition("://")[0] if "://" in target else target
         raise ValueError(f"Session target {target!r}: asyncflow masters speak HTTP; use 'http://host:port' "

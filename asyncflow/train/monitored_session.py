@@ -119,8 +119,8 @@ class Scaffold:
                                                    lambda: report_uninitialized_variables(global_variables()))
         if self.local_init_op is None:
             self.local_init_op = default(GraphKeys.LOCAL_INIT_OP, Scaffold.default_local_init_op)
-        if self.summary_op is None:  # "summary_op": TF's GraphKeys.SUMMARY_OP
-            self.summary_op = Scaffold.get_or_default("summary_op", "summary_op", _merge_all_summaries)
+        if self.summary_op is None:
+            self.summary_op = Scaffold.get_or_default("summary_op", GraphKeys.SUMMARY_OP, _merge_all_summaries)
         if self.saver is None:
             self.saver = default(GraphKeys.SAVERS, lambda: Saver(sharded=True, allow_empty=True))
         graph.finalize()

@@ -37,7 +37,7 @@ from asyncflow.train.session_manager import SessionManager
 
 log = logging.getLogger("asyncflow.train")
 
-_SUMMARY_OP = "summary_op"  # TF's GraphKeys.SUMMARY_OP
+_SUMMARY_OP = GraphKeys.SUMMARY_OP
 
 
 def _first_in_collection(graph: Any, key: str) -> Any:

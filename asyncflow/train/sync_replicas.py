@@ -97,7 +97,8 @@ class SyncReplicasOptimizer(Optimizer):
         self.local_step_init_op = assign(self._local_step, global_step)
         self.ready_for_local_init_op = report_uninitialized_variables(
             [v for v in _global_variables() if v is not self._local_step])
-        train_ops, aggregated, chief_init_ops, dropped = [], [], [], []
+        train_ops, aggregated, dropped = [], [], []
+        chief_init_ops = [self.local_step_init_op]  # as TF1: a chief started by a Supervisor sets its local step
         with name_scope(None, self._name):
             for grad, var in grads_and_vars:
                 if grad is None:

@@ -106,9 +106,6 @@ def test_with_its_own_servers(tasks):
     assert server.poll() is None  # the ps task joins its server forever
 
 
-@pytest.mark.xfail(strict=True, reason="SyncReplicasOptimizer.chief_init_op does not run local_step_init_op "
-                                       "(TF1's does), so the chief's Supervisor finds sync_rep_local_step "
-                                       "uninitialized: asyncflow/train/sync_replicas.py")
 def test_sync_replicas_against_asyncflow_local(procs, tasks):  # noqa: F811
     spec = local_cluster(procs)
     flags = ["--existing_servers", "--sync_replicas", "--job_name=worker", f"--ps_hosts={','.join(spec['ps'])}",
