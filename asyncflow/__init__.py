@@ -128,6 +128,7 @@ _overloads.attach()
 _variables._delegate_operators()
 
 convert_to_tensor_or_indexed_slices = convert_to_tensor
+get_logger = logging.get_logger  # TF1's tf.get_logger
 
 __version__ = "0.1.0"
 
