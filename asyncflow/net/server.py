@@ -28,7 +28,7 @@ from aiohttp import web
 
 from asyncflow import errors
 from asyncflow.exec.step_stats import to_obj
-from asyncflow.net import auth, wire
+from asyncflow.net import auth, metrics, wire
 from asyncflow.net.master import MasterService
 from asyncflow.net.worker import WorkerService, add_routes, error_response, json_response, write_chunks
 from asyncflow.train.cluster import ClusterSpec
@@ -166,7 +166,7 @@ def add_master_routes(app: web.Application, master: MasterService, task: str) ->
 
 
 def _metrics(worker: WorkerService | None, master: MasterService | None, task: str) -> str:
-    lines = [f'asyncflow_info{{task="{task}"}} 1']
+    lines = [f'asyncflow_info{{task="{task}"}} 1', *metrics.prometheus_lines()]
     if worker is not None:
         lines.append(f'asyncflow_incarnation{{task="{task}"}} {worker.incarnation}')
         lines.append(f"asyncflow_steps_in_flight {len(worker.steps)}")
