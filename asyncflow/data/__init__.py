@@ -17,11 +17,11 @@ from asyncflow.data.iterator import (
 )
 from asyncflow.data.readers import ArrowDataset, FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 from asyncflow.data.runtime import AUTOTUNE
-from asyncflow.data.structure import TensorSpec
+from asyncflow.data.structure import DatasetSpec, TensorSpec
 
 __all__: list[str] = [
-    "AUTOTUNE", "ArrowDataset", "Dataset", "DatasetV1", "DatasetV2", "FixedLengthRecordDataset", "Iterator",
-    "Options", "SourceDataset", "TFRecordDataset", "TensorSpec", "TextLineDataset", "experimental",
+    "AUTOTUNE", "ArrowDataset", "Dataset", "DatasetSpec", "DatasetV1", "DatasetV2", "FixedLengthRecordDataset",
+    "Iterator", "Options", "SourceDataset", "TFRecordDataset", "TensorSpec", "TextLineDataset", "experimental",
     "get_output_classes", "get_output_shapes", "get_output_types", "make_initializable_iterator",
     "make_one_shot_iterator",
 ]

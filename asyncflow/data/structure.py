@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from asyncflow import dtypes
 from asyncflow.graph import Tensor
 from asyncflow.shapes import TensorShape, as_shape
@@ -187,6 +189,22 @@ def _kind_of_class(c: Any) -> Any:
     return c if isinstance(c, DatasetSpec) else Tensor
 
 
+def _restore_dense_shape(dense_shape: Tensor, shape: TensorShape) -> Tensor:
+    """The dense_shape of a rebuilt SparseTensor with the spec's known sizes as constants, as TF does, so
+    shape inference downstream (sparse_tensor_to_dense, ...) sees them."""
+    from asyncflow.ops.array import stack  # ops sit above the graph model this module needs
+    from asyncflow.ops.array_manip import unstack
+    from asyncflow.ops.registry import constant
+
+    if shape.ndims is None or all(d is None for d in shape.as_list()):
+        return dense_shape
+    if shape.is_fully_defined():
+        return constant(np.array(shape.as_list(), np.int64), dtype=dtypes.int64, name="shape")
+    pieces = unstack(dense_shape, num=shape.ndims)
+    return stack([p if d is None else constant(np.int64(d), dtype=dtypes.int64) for p, d in
+                  zip(pieces, shape.as_list())])
+
+
 class ElementSpec:
     """What a dataset's elements look like: a structure, and a dtype, static shape and kind per leaf."""
 
@@ -289,8 +307,9 @@ class ElementSpec:
             c += n
             value = parts[0]
             if n == 3:
-                value = SparseTensor(*parts)
-                value.set_shape(_batched_shape(k.element_spec.shape) if isinstance(k, DatasetSpec) else s)
+                shape = _batched_shape(k.element_spec.shape) if isinstance(k, DatasetSpec) else s
+                value = SparseTensor(parts[0], parts[1], _restore_dense_shape(parts[2], shape))
+                value.set_shape(shape)
             if isinstance(k, DatasetSpec):
                 if dataset_of is None:
                     raise TypeError(f"an element holding datasets ({k!r}) cannot be taken out of a pipeline as "
