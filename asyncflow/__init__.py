@@ -129,6 +129,7 @@ _variables._delegate_operators()
 
 convert_to_tensor_or_indexed_slices = convert_to_tensor
 get_logger = logging.get_logger  # TF1's tf.get_logger
+from asyncflow.data.structure import SparseTensorSpec  # noqa: E402 - TF1's top-level name
 
 __version__ = "0.1.0"
 
