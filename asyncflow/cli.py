@@ -3,6 +3,7 @@
   asyncflow worker --cluster SPEC --job NAME --task I [--host H] [--port P] [--token-file F]
   asyncflow master --cluster SPEC --port P [--host H] [--token-file F]
   asyncflow local --ps N --workers M [--port P] [--restart]
+  (worker, master and local also take --head-timeout S, --idle-timeout S, --max-connections-per-peer N)
   asyncflow shutdown TARGET
 
 SPEC is a JSON string or the path of a JSON file (`{"ps": ["127.0.0.1:2222"], "worker": [...]}`);
@@ -42,6 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("info", help="print versions of asyncflow and its dependencies, and the registered ops")
 
+    def connection_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--head-timeout", type=float, default=5.0, help="seconds a request head may take once "
+                       "begun before the connection is closed (default 5)")
+        p.add_argument("--idle-timeout", type=float, default=60.0, help="seconds an idle keep-alive connection "
+                       "stays open (default 60; keep it above 30, the longest clients reuse an idle one)")
+        p.add_argument("--max-connections-per-peer", type=int, default=256, help="open connections one peer "
+                       "address may hold; past it, its oldest idle one is closed, else the new one (default 256)")
+
     def server_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
         p.add_argument("--token-file", help="file holding the cluster token (else ASYNCFLOW_TOKEN)")
@@ -50,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--heartbeat-interval", type=float, default=1.0, help="seconds between worker heartbeats")
         p.add_argument("--heartbeat-timeout", type=float, default=10.0, help="seconds of silence before a worker "
                        "counts as dead")
+        connection_flags(p)
 
     worker = sub.add_parser("worker", help="serve one task of a cluster (and the master API)")
     worker.add_argument("--cluster", help="cluster spec: JSON or a path to a JSON file")
@@ -70,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument("--token-file", help="file holding the cluster token (else ASYNCFLOW_TOKEN)")
     local.add_argument("--restart", action="store_true", help="restart a task or the master that dies, on the "
                        "same address, instead of stopping the cluster")
+    connection_flags(local)
     shutdown = sub.add_parser("shutdown", help="stop a cluster cleanly through its master")
     shutdown.add_argument("target", help="the master, http://host:port")
     shutdown.add_argument("--token-file", help="file holding the cluster token (else ASYNCFLOW_TOKEN)")
@@ -102,9 +113,16 @@ def _options(args: argparse.Namespace) -> Any:
         token = load_token(args.token_file)
     except ValueError as e:
         raise _Fail(str(e)) from None
+    for flag, value in (("--head-timeout", args.head_timeout), ("--idle-timeout", args.idle_timeout)):
+        if not value > 0:
+            raise _Fail(f"{flag} must be a positive number of seconds, got {value}")
+    if args.max_connections_per_peer < 1:
+        raise _Fail(f"--max-connections-per-peer must be at least 1, got {args.max_connections_per_peer}")
     return ServerOptions(host=args.host, token=token, max_body_bytes=int(args.max_body_mb * (1 << 20)),
                          heartbeat_interval_s=args.heartbeat_interval, heartbeat_timeout_s=args.heartbeat_timeout,
-                         wait_for_workers_s=getattr(args, "wait_for_workers", 30.0))
+                         wait_for_workers_s=getattr(args, "wait_for_workers", 30.0),
+                         head_timeout_s=args.head_timeout, idle_timeout_s=args.idle_timeout,
+                         max_connections_per_peer=args.max_connections_per_peer)
 
 
 def _cluster(text: str) -> Any:
@@ -187,6 +205,8 @@ def _local(args: argparse.Namespace) -> int:
     port = args.port or free_port()
     text = orjson.dumps(spec).decode()
     extra = ["--token-file", args.token_file] if args.token_file else []
+    extra += ["--head-timeout", str(args.head_timeout), "--idle-timeout", str(args.idle_timeout),
+              "--max-connections-per-peer", str(args.max_connections_per_peer)]
     base = [sys.executable, "-m", "asyncflow.cli"]
     # (label, address, command) per child; a restarted child gets the same command, hence the same address.
     plans = [(f"job={job} task={i}", address, base + ["worker", "--cluster", text, "--job", job, "--task", str(i)]

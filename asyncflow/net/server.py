@@ -1,16 +1,23 @@
 """Serving: the aiohttp app of a task (worker and/or master routes), its guard, and its lifetime.
 
 `build_app` assembles the routes (`asyncflow.net.worker.add_routes`, `add_master_routes` below,
-`/healthz`, `/metrics`) behind one middleware, the guard, which for every request: refuses a
-body over the route's limit (413; tensor-carrying routes get `max_body_bytes`, the others
-`small_body_bytes`), reads it within `read_timeout_s` (408), checks the cluster token's HMAC
-when one is set (401; `/healthz` is open so orchestrators can probe), and turns malformed input
-into 400 and unexpected failures into 500, always as `{"error": ErrorInfo}`, so the server
-keeps serving. Nothing is ever unpickled or evaluated.
+`/healthz`, `/metrics`) behind one middleware, the guard, which for every request, from its head
+alone and before reading a byte of its body: refuses a `Content-Encoding` (415: bodies are never
+inflated, aiohttp's own decompression is off too), a declared length over the route's limit (413;
+tensor-carrying routes get `max_body_bytes`, the others `small_body_bytes`), and, when a cluster
+token is set, a request without a signature (401; `/healthz` is open so orchestrators can probe);
+then reads the body, bounded by the limit as it arrives (a chunked body declares no length), within
+`read_timeout_s` (408), checks the token's HMAC (401), and turns malformed input into 400 and
+unexpected failures into 500, always as `{"error": ErrorInfo}`, so the server keeps serving. Every
+refusal is counted by cause (`asyncflow.net.metrics`, shown by `/metrics`). Nothing is ever
+unpickled or evaluated.
 
 `TaskServer` runs one process's services on the current event loop: it binds (refusing a
-non-loopback host without a token), logs `ready job=... task=... address=...`, and stops
-cleanly. `serve_forever` is the CLI's entry: uvloop when installed, SIGTERM/SIGINT handled.
+non-loopback host without a token) with `asyncflow.net.listener`'s connections (a deadline on
+request heads, idle keep-alive connections closed, a cap per peer address), logs
+`ready job=... task=... address=...`, and stops cleanly. `serve_forever` is the CLI's entry:
+uvloop when installed, SIGTERM/SIGINT handled, the open-file limit raised to its hard limit (so
+sockets, not the limit, are what the per-peer cap rations).
 """
 
 from __future__ import annotations
@@ -25,10 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from asyncflow import errors
 from asyncflow.exec.step_stats import to_obj
-from asyncflow.net import auth, metrics, wire
+from asyncflow.net import auth, listener, metrics, wire
 from asyncflow.net.master import MasterService
 from asyncflow.net.worker import WorkerService, add_routes, error_response, json_response, write_chunks
 from asyncflow.train.cluster import ClusterSpec
@@ -45,6 +53,9 @@ class ServerOptions:
     max_body_bytes: int = 4 << 30
     small_body_bytes: int = 1 << 20
     read_timeout_s: float = 120.0
+    head_timeout_s: float = 5.0  # a request head, once begun, must be whole within this
+    idle_timeout_s: float = 60.0  # an idle keep-alive connection is closed after this (clients reuse theirs < 30 s)
+    max_connections_per_peer: int = 256
     heartbeat_interval_s: float = 1.0
     heartbeat_timeout_s: float = 10.0
     wait_for_workers_s: float = 30.0
@@ -60,37 +71,79 @@ def is_loopback(host: str) -> bool:
 
 
 # -- the guard --------------------------------------------------------------------------------------------
-def _guard(options: ServerOptions, task: str) -> Any:
-    verifier = auth.Verifier(options.token) if options.token is not None else None
+_IDENTITY = ("", "identity")
+
+
+class _Refusal(Exception):
+    """A request refused from its head, before any of its body is read."""
+
+    def __init__(self, status: int, error: errors.OpError, cause: str):
+        super().__init__(error.message)
+        self.status, self.error, self.cause = status, error, cause
+
+
+def _check_head(request: web.Request, limit: int, verifier: auth.Verifier | None) -> None:
+    """Refusals decided from the head alone (no body byte is read, so nothing is inflated or buffered)."""
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in _IDENTITY:
+        # Our clients never compress bodies (tensors have their own 16-bit compression); inflating one
+        # would let a few MB become GBs before any check.
+        raise _Refusal(415, errors.InvalidArgumentError(None, None, f"Content-Encoding {encoding!r} is not accepted: "
+                                                                    f"send bodies uncompressed"), "size")
+    if request.content_length is not None and request.content_length > limit:
+        raise _Refusal(413, errors.ResourceExhaustedError(
+            None, None, f"request body over the limit of {limit} bytes ({request.content_length} declared)"), "size")
+    if verifier is not None and not request.headers.get(auth.HEADER):
+        raise auth.AuthError(f"missing {auth.HEADER} header: this server requires the cluster token")
+
+
+def _guard(options: ServerOptions, task: str, incarnation: int) -> Any:
+    # Signatures are bound to this task and incarnation, announced on /healthz (asyncflow.net.auth).
+    verifier = auth.Verifier(options.token, auth.Destination(task, incarnation), **auth.limits_from_env()) \
+        if options.token is not None else None
 
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
         limit = options.max_body_bytes if request.path.startswith(_BIG_ROUTES) else options.small_body_bytes
+        open_route = request.path == "/healthz"
         try:
-            if request.content_length is not None and request.content_length > limit:
-                raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
+            # Head first: encoding, declared size and the token's presence, before a body byte is read.
+            _check_head(request, limit, None if open_route else verifier)
+            signed = verifier.verify_head(request.headers.get(auth.HEADER), request.method, request.path_qs) \
+                if verifier is not None and not open_route else None
+            # Then the body, bounded by the route's limit while it is read (a chunked body declares none).
+            request = request.clone(client_max_size=limit)
             if request.content.is_eof():  # the whole body came with the head: nothing to wait for
                 body = await request.read()
             else:
                 async with asyncio.timeout(options.read_timeout_s):
                     body = await request.read()
-            if len(body) > limit:
-                raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(body))
-            if verifier is not None and request.path != "/healthz":
-                verifier.verify(request.headers.get(auth.HEADER), request.method, request.path_qs,
-                                auth.body_digest([body]))
-            return await handler(request)
+            if signed is not None:
+                signed.check_body(auth.body_digest([body]))
+            response = await handler(request)
+            if open_route and verifier is not None:  # what clients sign for
+                response.headers[auth.IDENTITY_HEADER] = str(verifier.destination)
+            return response
+        except _Refusal as e:
+            metrics.refused(e.cause)
+            return error_response(e.error, task, e.status)
         except web.HTTPException as e:
             if e.status == 413:
+                metrics.refused("size")
                 err = errors.ResourceExhaustedError(None, None, f"request body over the limit of {limit} bytes")
                 return error_response(err, task, 413)
             raise
-        except auth.AuthError as e:
-            return error_response(errors.UnauthenticatedError(None, None, str(e)), task, 401)
+        except auth.AuthError as e:  # 401; 409 for a restarted task's old incarnation; 503 when nonces are full
+            metrics.refused(e.cause)
+            response = error_response(e.op_error(), task, e.status)
+            response.headers.update(e.headers)
+            return response
         except TimeoutError:
+            metrics.refused("deadline")
             err = errors.DeadlineExceededError(None, None, f"request body not read within {options.read_timeout_s} s")
             return error_response(err, task, 408)
-        except (wire.WireError, ValueError) as e:
+        except (wire.WireError, ValueError, RequestPayloadError) as e:
+            metrics.refused("malformed")
             return error_response(wire.WireError(str(e)), task, 400)
         except errors.OpError as e:
             return error_response(e, task, 200)
@@ -181,7 +234,8 @@ def _metrics(worker: WorkerService | None, master: MasterService | None, task: s
 
 def build_app(worker: WorkerService | None, master: MasterService | None, options: ServerOptions,
               task: str) -> web.Application:
-    app = web.Application(middlewares=[_guard(options, task)], client_max_size=options.max_body_bytes)
+    incarnation = worker.incarnation if worker is not None else auth.new_incarnation()
+    app = web.Application(middlewares=[_guard(options, task, incarnation)], client_max_size=options.max_body_bytes)
     if worker is not None:
         add_routes(app, worker)
     if master is not None:
@@ -227,6 +281,7 @@ class TaskServer:
         name = self.worker.task_name if self.worker is not None else "/job:master"
         self.app = build_app(self.worker, self.master, options, name)
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.AbstractServer | None = None
 
     @property
     def address(self) -> str:
@@ -247,18 +302,19 @@ class TaskServer:
                 await asyncio.gather(waiting, return_exceptions=True)
                 return
             waiting.result()
-        self._runner = web.AppRunner(self.app, access_log=None, keepalive_timeout=3600.0, handle_signals=False,
-                                     shutdown_timeout=5.0)
+        self._runner = web.AppRunner(self.app, access_log=None, keepalive_timeout=self.options.idle_timeout_s,
+                                     auto_decompress=False, handle_signals=False, shutdown_timeout=5.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.options.host, self.port, reuse_address=True)
         try:
-            await site.start()
+            self._listener = await listener.listen(
+                self._runner, self.options.host, self.port, head_timeout_s=self.options.head_timeout_s,
+                idle_timeout_s=self.options.idle_timeout_s, max_per_peer=self.options.max_connections_per_peer)
         except OSError:
             await self._runner.cleanup()
             self._runner = None
             raise
         if self.port == 0:
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.port = self._listener.sockets[0].getsockname()[1]
         if self.worker is None:
             self.master.start()
         job, task = self.task_label
@@ -268,6 +324,9 @@ class TaskServer:
         await self.master.stop()
         if self.worker is not None:
             self.worker.close()
+        if self._listener is not None:
+            self._listener.close()  # no new connections; the runner's cleanup closes the open ones
+            self._listener = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -281,10 +340,24 @@ def _install_loop_policy() -> None:
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
+def _raise_open_file_limit() -> None:
+    """The soft RLIMIT_NOFILE up to the hard one: 1024 sockets would be few for a server under a flood."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = hard if hard != resource.RLIM_INFINITY else 1 << 16
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ImportError, ValueError, OSError):  # not on this platform, or not allowed: keep the limit
+        pass
+
+
 def serve_forever(cluster: ClusterSpec, job: str | None, task: int, options: ServerOptions,
                   port: int | None = None) -> int:
     """Runs one task until SIGTERM/SIGINT or a shutdown request; the process's exit status."""
     _install_loop_policy()
+    _raise_open_file_limit()
 
     async def main() -> int:
         server = TaskServer(cluster, job, task, options, port)
