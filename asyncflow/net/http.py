@@ -7,8 +7,10 @@ per response, sized by `Content-Length`), so the bytes go from the socket into p
 intermediate chunk objects. The blocking client (`BlockingClient`, for `Session.run` from
 plain threads) does the same with `socket.recv_into`. Both keep connections alive per peer,
 send bodies as lists of buffers (no joining of large pieces), sign requests when a token is set
-(`asyncflow.net.auth`), and raise `PeerUnavailable` (a ConnectionError) when the peer cannot
-be reached or the connection breaks, and TimeoutError past a deadline.
+(`asyncflow.net.auth`: for the peer's task and incarnation, which it announces on `/healthz`,
+asked once per client and again, once, when a 409 says the peer restarted), and raise
+`PeerUnavailable` (a ConnectionError) when the peer cannot be reached or the connection breaks,
+and TimeoutError past a deadline.
 """
 
 from __future__ import annotations
@@ -51,12 +53,13 @@ class Response:
 
 
 def _head(method: str, path: str, host: str, length: int, content_type: str | None, token: bytes | None,
-          digest: bytes | None) -> bytes:
+          destination: auth.Destination | None, digest: bytes | None) -> bytes:
     lines = [f"{method} {path} HTTP/1.1", f"Host: {host}", f"Content-Length: {length}"]
     if content_type:
         lines.append(f"Content-Type: {content_type}")
     if token is not None:
-        lines.append(f"{auth.HEADER}: {auth.sign(token, method, path, digest or auth.body_digest(()))}")
+        signature = auth.sign(token, method, path, destination or auth.UNKNOWN, digest or auth.body_digest(()))
+        lines.append(f"{auth.HEADER}: {signature}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
@@ -82,15 +85,42 @@ def _body_length(headers: dict[str, str]) -> int:
     return int(raw)
 
 
-def _prepare(method: str, path: str, host: str, chunks: Sequence[Chunk], content_type: str | None,
-             token: bytes | None) -> list[Chunk]:
-    views = [memoryview(c) for c in chunks]
-    length = sum(v.nbytes for v in views)
-    digest = auth.body_digest(views) if token is not None else None
-    head = _head(method, path, host, length, content_type, token, digest)
-    if length <= _SMALL:
-        return [head + b"".join(views)]
-    return [head, *views]
+class _Outgoing:
+    """A request's body (as views) and its digest, computed once; `pieces` adds a freshly signed head (a new
+    nonce for every send, so a resend after a broken connection or a peer's restart is no replay)."""
+
+    def __init__(self, method: str, path: str, host: str, chunks: Sequence[Chunk], content_type: str | None,
+                 token: bytes | None):
+        self.method, self.path, self.host, self.content_type, self.token = method, path, host, content_type, token
+        self.views = [memoryview(c) for c in chunks]
+        self.length = sum(v.nbytes for v in self.views)
+        self.digest = auth.body_digest(self.views) if token is not None else None
+
+    def pieces(self, destination: auth.Destination | None) -> list[Chunk]:
+        head = _head(self.method, self.path, self.host, self.length, self.content_type, self.token, destination,
+                     self.digest)
+        if self.length <= _SMALL:
+            return [head + b"".join(self.views)]
+        return [head, *self.views]
+
+
+# A client with a token signs for the peer's identity (task, incarnation), which the peer announces on
+# /healthz; a 409 carrying the identity header says the peer restarted since (asyncflow.net.auth).
+_HEALTHZ = "/healthz"
+
+
+def _announced(response: Response, address: str, task: str | None) -> auth.Destination:
+    """The identity a peer announced in `response`; PeerUnavailable when it is not the task the sender expects."""
+    destination = auth.Destination.parse(response.headers.get(auth.IDENTITY_HEADER.lower()))
+    if destination is None:
+        return auth.UNKNOWN  # a server without a token announces nothing and checks nothing
+    if task is not None and destination.task != task:
+        raise PeerUnavailable(f"{address} serves {destination.task}, not {task}")
+    return destination
+
+
+def _restarted(response: Response) -> bool:
+    return response.status == 409 and auth.IDENTITY_HEADER.lower() in response.headers
 
 
 # -- asynchronous ---------------------------------------------------------------------------------------
@@ -190,14 +220,20 @@ class _Connection(asyncio.BufferedProtocol):
 
 
 class AsyncClient:
-    """Keep-alive connections to one `host:port` for the event loop that uses it."""
+    """Keep-alive connections to one `host:port` for the event loop that uses it.
 
-    def __init__(self, address: str, token: bytes | None = None, connect_timeout: float = 5.0):
+    `task`, when the sender knows the peer's task name (from the cluster spec), must match the identity
+    the peer announces; `destination` is that identity once learned (requests are signed for it)."""
+
+    def __init__(self, address: str, token: bytes | None = None, connect_timeout: float = 5.0,
+                 task: str | None = None):
         self.address = address
         self.host, _, port = address.rpartition(":")
         self.port = int(port)
         self.token = token
         self.connect_timeout = connect_timeout
+        self.task = task
+        self.destination: auth.Destination | None = None
         self._idle: list[_Connection] = []
 
     async def _acquire(self) -> tuple[_Connection, bool]:
@@ -223,8 +259,22 @@ class AsyncClient:
 
         `progress(headers, body, filled)`, when given, is called as the body arrives (a receiver that
         converts what has landed while the rest is on the way)."""
-        pieces = _prepare(method, path, self.address, chunks, content_type, self.token)
+        out = _Outgoing(method, path, self.address, chunks, content_type, self.token)
+        if self.token is None:
+            return await self._exchange(out, None, timeout, progress)
+        if self.destination is None:
+            healthz = _Outgoing("GET", _HEALTHZ, self.address, (), None, None)
+            self.destination = _announced(await self._exchange(healthz, None, timeout, None), self.address, self.task)
+        response = await self._exchange(out, self.destination, timeout, progress)
+        if _restarted(response):  # signed for the peer's previous incarnation: sign for the new one, once
+            self.destination = _announced(response, self.address, self.task)
+            response = await self._exchange(out, self.destination, timeout, progress)
+        return response
+
+    async def _exchange(self, out: _Outgoing, destination: auth.Destination | None, timeout: float | None,
+                        progress: Any) -> Response:
         for attempt in (0, 1):
+            pieces = out.pieces(destination)
             conn, reused = await self._acquire()
             waiter = conn.expect(progress)
             try:
@@ -237,7 +287,7 @@ class AsyncClient:
                         response = await waiter
             except PeerUnavailable:
                 conn.close()
-                if reused and attempt == 0 and method == "GET":
+                if reused and attempt == 0 and out.method == "GET":
                     continue
                 raise
             except BaseException:  # timeout or cancellation: the connection is mid-response, drop it
@@ -301,12 +351,15 @@ def _recv_response(sock: socket.socket) -> Response:
 class BlockingClient:
     """Keep-alive sockets to one `host:port`, usable from any thread (one request per socket at a time)."""
 
-    def __init__(self, address: str, token: bytes | None = None, connect_timeout: float = 5.0):
+    def __init__(self, address: str, token: bytes | None = None, connect_timeout: float = 5.0,
+                 task: str | None = None):
         self.address = address
         self.host, _, port = address.rpartition(":")
         self.port = int(port)
         self.token = token
         self.connect_timeout = connect_timeout
+        self.task = task  # as AsyncClient's
+        self.destination: auth.Destination | None = None
         self._idle: list[tuple[socket.socket, float]] = []
         self._lock = threading.Lock()
 
@@ -327,8 +380,21 @@ class BlockingClient:
 
     def request(self, method: str, path: str, chunks: Sequence[Chunk] = (), content_type: str | None = None,
                 timeout: float | None = None) -> Response:
-        pieces = _prepare(method, path, self.address, chunks, content_type, self.token)
+        out = _Outgoing(method, path, self.address, chunks, content_type, self.token)
+        if self.token is None:
+            return self._exchange(out, None, timeout)
+        if self.destination is None:
+            healthz = _Outgoing("GET", _HEALTHZ, self.address, (), None, None)
+            self.destination = _announced(self._exchange(healthz, None, timeout), self.address, self.task)
+        response = self._exchange(out, self.destination, timeout)
+        if _restarted(response):  # signed for the peer's previous incarnation: sign for the new one, once
+            self.destination = _announced(response, self.address, self.task)
+            response = self._exchange(out, self.destination, timeout)
+        return response
+
+    def _exchange(self, out: _Outgoing, destination: auth.Destination | None, timeout: float | None) -> Response:
         for attempt in (0, 1):
+            pieces = out.pieces(destination)
             sock, reused = self._acquire()
             sock.settimeout(timeout)
             try:
@@ -342,7 +408,7 @@ class BlockingClient:
                 raise
             except (PeerUnavailable, OSError) as e:
                 sock.close()
-                if reused and attempt == 0 and method == "GET":
+                if reused and attempt == 0 and out.method == "GET":
                     continue
                 if isinstance(e, PeerUnavailable):
                     raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import struct
+import urllib.request
 
 import numpy as np
 import orjson
@@ -52,7 +53,9 @@ def test_token_is_required_and_checked(procs, monkeypatch):
     status, body = _post(c.address("ps", 0), "/v1/worker/status", b"", method="GET")
     assert status == 401 and json.loads(body)["error"]["code"] == af.errors.UNAUTHENTICATED
     # A replayed request is refused even with a valid signature.
-    header = auth.sign(b"s3cret", "GET", "/v1/worker/status")
+    with urllib.request.urlopen(f"http://{c.address('ps', 0)}/healthz") as r:  # what the ps signs for
+        ps = auth.Destination.parse(r.headers[auth.IDENTITY_HEADER])
+    header = auth.sign(b"s3cret", "GET", "/v1/worker/status", ps)
     assert _post(c.address("ps", 0), "/v1/worker/status", b"", {auth.HEADER: header}, "GET")[0] == 200
     assert _post(c.address("ps", 0), "/v1/worker/status", b"", {auth.HEADER: header}, "GET")[0] == 401
     assert _post(c.address("ps", 0), "/healthz", b"", method="GET")[0] == 200  # probes need no token

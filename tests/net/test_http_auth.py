@@ -15,27 +15,30 @@ from aiohttp import web
 from asyncflow.net import auth
 from asyncflow.net.http import AsyncClient, BlockingClient, PeerUnavailable
 
-
 # -- auth ------------------------------------------------------------------------------------------------
+_PS = auth.Destination("/job:ps/replica:0/task:0", 0x51)
+
+
 def test_signatures_verify_only_with_the_same_token_path_and_body():
     digest = hashlib.sha256(b"body").digest()
-    header = auth.sign(b"tok", "POST", "/v1/x?a=1", digest)
-    auth.Verifier(b"tok").verify(header, "POST", "/v1/x?a=1", digest)
+    header = auth.sign(b"tok", "POST", "/v1/x?a=1", _PS, digest)
+    auth.Verifier(b"tok", _PS).verify(header, "POST", "/v1/x?a=1", digest)
     for token, method, path, body in [(b"other", "POST", "/v1/x?a=1", b"body"), (b"tok", "GET", "/v1/x?a=1", b"body"),
-                                      (b"tok", "POST", "/v1/x?a=2", b"body"), (b"tok", "POST", "/v1/x?a=1", b"bodY")]:
+                                      (b"tok", "POST", "/v1/x?a=2", b"body")]:
         with pytest.raises(auth.AuthError, match="bad request signature"):
-            auth.Verifier(token).verify(header, method, path, hashlib.sha256(body).digest())
-    verifier = auth.Verifier(b"tok")
+            auth.Verifier(token, _PS).verify(header, method, path, hashlib.sha256(body).digest())
+    with pytest.raises(auth.AuthError, match="body does not match"):  # the signature covers the body's SHA-256
+        auth.Verifier(b"tok", _PS).verify(header, "POST", "/v1/x?a=1", hashlib.sha256(b"bodY").digest())
+    verifier = auth.Verifier(b"tok", _PS)
     verifier.verify(header, "POST", "/v1/x?a=1", digest)
     with pytest.raises(auth.AuthError, match="replayed"):
         verifier.verify(header, "POST", "/v1/x?a=1", digest)
-    for bad in (None, "", "AF1 x y", "Basic abc", "AF1 notatime n 00"):
+    for bad in (None, "", "AF1 x y", "Basic abc", "AF2 notatime n 00", "AF1 1 n 00"):
         with pytest.raises(auth.AuthError):
             verifier.verify(bad, "POST", "/", digest)
-    old = header.split(" ")
-    old[1] = str(int(time.time()) - 3600)
+    old = auth.sign(b"tok", "POST", "/v1/x?a=1", _PS, digest, now=time.time() - 3600)
     with pytest.raises(auth.AuthError, match="window"):
-        verifier.verify(" ".join(old), "POST", "/v1/x?a=1", digest)
+        verifier.verify(old, "POST", "/v1/x?a=1", digest)
 
 
 def test_token_sources(tmp_path, monkeypatch):
