@@ -59,7 +59,7 @@ class HttpWorker:
 
     def __init__(self, task: str, address: str, token: bytes | None):
         self.task = task
-        self.client = AsyncClient(address, token)
+        self.client = AsyncClient(address, token, task=task)  # signs for `task`, the one the cluster spec names
         self.clock = ClockFilter()  # the task's clock offset, sampled by heartbeats and traced steps
 
     async def _json(self, method: str, path: str, chunks: Sequence[Any] = (), ctype: str | None = None,

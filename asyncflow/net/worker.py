@@ -339,7 +339,7 @@ class WorkerService:
         client = self._peers.get(task)
         if client is None:
             spec = process_spec(task)
-            client = self._peers[task] = AsyncClient(self.cluster.task_address(spec[0], spec[1]), self.token)
+            client = self._peers[task] = AsyncClient(self.cluster.task_address(spec[0], spec[1]), self.token, task=task)
         return client
 
     async def pull(self, task: str, step_id: int, key: str, spec: RecvSpec) -> np.ndarray:
