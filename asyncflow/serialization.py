@@ -19,7 +19,7 @@ held: {"bool": b}, {"int": i} (a decimal string beyond int64), {"float": x} ("na
 or {"bytes_b64": s}, {"dtype": name}, {"shape": dims or null}, {"none": null}, {"list": [...]},
 {"tuple": [...]}, and {"tensor": {"dtype", "shape", "buffer"}} for a numpy array (a numpy scalar
 is {"scalar": {...}} of the same form). A tensor's bytes are an Arrow IPC stream (one record
-batch, one column of the flattened values; see `encode_tensor`) kept in the document's buffer
+batch, one column of the flattened values; `asyncflow.tensor_codec`) kept in the document's buffer
 list, which comes in two forms:
   - a document (`graph_to_document`, `to_json`/`from_json`): "buffers" is a list of base64 strings;
   - a header plus buffers (`graph_to_parts`, `document_to_parts`): "buffers" is their count and the
@@ -49,7 +49,6 @@ import binascii
 import math
 import re
 import struct
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,121 +59,11 @@ import pyarrow as pa
 from asyncflow import dtypes
 from asyncflow.graph import Graph, Operation, Tensor, register_graph_serializer
 from asyncflow.shapes import TensorShape
+from asyncflow.tensor_codec import BytesLike, decode_tensor, encode_tensor, read_tensor_header
 
 FORMAT = "asyncflow.graph/1"
 PRODUCER_VERSION = 2  # 2: the optional "contexts" section
 MIN_CONSUMER_VERSION = 1
-
-BytesLike = bytes | bytearray | memoryview | pa.Buffer
-
-# -- tensors as Arrow IPC streams ------------------------------------------------------------------
-# Types Arrow has natively keep them; the others travel as their exact bits: bfloat16 as uint16,
-# complex as fixed-size lists of two floats (real, imaginary). Schema metadata names the dtype and
-# the shape; the column holds the values in C order, little-endian, never null.
-_ARROW_TYPE = {
-    "float16": pa.float16(), "float32": pa.float32(), "float64": pa.float64(), "bfloat16": pa.uint16(),
-    "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
-    "uint8": pa.uint8(), "uint16": pa.uint16(), "uint32": pa.uint32(), "uint64": pa.uint64(),
-    "bool": pa.bool_(), "complex64": pa.list_(pa.float32(), 2), "complex128": pa.list_(pa.float64(), 2),
-    "string": pa.binary(),
-}
-_BITS_DTYPE = {"bfloat16": np.dtype("<u2"), "complex64": np.dtype("<f4"), "complex128": np.dtype("<f8")}
-_META_DTYPE, _META_SHAPE = b"asyncflow.dtype", b"asyncflow.shape"
-_LARGE_BINARY = 2**31 - 1
-
-
-def encode_tensor(value: np.ndarray | np.generic) -> pa.Buffer:
-    """A numpy array (or scalar) as an Arrow IPC stream; exact bits for every asyncflow dtype."""
-    arr = np.asarray(value)
-    try:
-        dtype = dtypes.as_dtype(arr.dtype)
-    except TypeError:
-        raise ValueError(f"cannot serialise an array of numpy dtype {arr.dtype}") from None
-    flat = np.ascontiguousarray(arr).reshape(-1)
-    n = flat.size
-    if dtype.is_string:
-        items = flat.tolist()
-        bad = next((v for v in items if not isinstance(v, bytes)), None)
-        if bad is not None:
-            raise ValueError(f"string tensors hold bytes; got an element of type {type(bad).__name__}")
-        big = sum(map(len, items)) > _LARGE_BINARY
-        column = pa.array(items, type=pa.large_binary() if big else pa.binary())
-    elif dtype.is_bool:
-        bits = np.packbits(flat.astype(np.uint8), bitorder="little")
-        column = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
-    else:
-        raw = flat.view(_BITS_DTYPE.get(dtype.name, flat.dtype))
-        if sys.byteorder != "little":
-            raw = raw.astype(raw.dtype.newbyteorder("<"))
-        typ = _ARROW_TYPE[dtype.name]
-        if isinstance(typ, pa.FixedSizeListType):
-            child = pa.Array.from_buffers(typ.value_type, 2 * n, [None, pa.py_buffer(raw)])
-            column = pa.FixedSizeListArray.from_arrays(child, 2)
-        else:
-            column = pa.Array.from_buffers(typ, n, [None, pa.py_buffer(raw)])
-    meta = {_META_DTYPE: dtype.name.encode(), _META_SHAPE: orjson.dumps(list(arr.shape))}
-    schema = pa.schema([pa.field("values", column.type, nullable=False)], metadata=meta)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema) as writer:
-        writer.write_batch(pa.record_batch([column], schema=schema))
-    return sink.getvalue()
-
-
-def decode_tensor(data: BytesLike, where: str = "tensor") -> np.ndarray:
-    """The numpy array an `encode_tensor` stream holds (read-only); ValueError if it is malformed."""
-    source = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
-    try:
-        reader = pa.ipc.open_stream(source)
-        batches = list(reader)
-        for batch in batches:
-            batch.validate(full=True)
-    except (pa.ArrowException, OSError, ValueError, TypeError, RuntimeError, KeyError, IndexError) as e:
-        raise ValueError(f"{where}: corrupt Arrow buffer ({type(e).__name__}: {e})") from None
-    meta = reader.schema.metadata or {}
-    name = meta.get(_META_DTYPE, b"").decode("utf-8", "replace")
-    if name not in _ARROW_TYPE:
-        raise ValueError(f"{where}: Arrow buffer names no known dtype (got {name!r})")
-    shape = _parse_shape_meta(meta.get(_META_SHAPE), where)
-    if len(batches) != 1 or batches[0].num_columns != 1:
-        raise ValueError(f"{where}: Arrow buffer must hold one batch of one column, got {len(batches)} batches")
-    column = batches[0].column(0)
-    n = math.prod(shape)
-    want_type = _ARROW_TYPE[name]
-    types_ok = column.type == want_type or (name == "string" and column.type == pa.large_binary())
-    if not types_ok or len(column) != n or column.null_count:
-        raise ValueError(f"{where}: Arrow column of type {column.type}, length {len(column)}, "
-                         f"{column.null_count} nulls does not hold a {name} tensor of shape {list(shape)}")
-    dtype = dtypes.as_dtype(name)
-    if dtype.is_string:
-        out = np.empty(n, dtype=object)
-        out[:] = column.to_pylist()
-    elif dtype.is_bool:
-        out = column.to_numpy(zero_copy_only=False).astype(np.bool_, copy=False)
-    else:
-        values = column.flatten() if isinstance(want_type, pa.FixedSizeListType) else column
-        bits = _BITS_DTYPE.get(name, np.dtype(dtype.as_numpy_dtype).newbyteorder("<"))
-        buf = values.buffers()[1]
-        count = len(values)
-        out = np.frombuffer(buf, dtype=bits, count=count, offset=values.offset * bits.itemsize) if count \
-            else np.empty(0, dtype=bits)
-        # Zero-copy only over memory nobody can change later (bytes); a bytearray's may be reused.
-        if source.is_mutable or sys.byteorder != "little" or not out.flags.aligned:
-            out = out.astype(bits.newbyteorder("="))
-        out = out.view(dtype.as_numpy_dtype)
-    out = out.reshape(shape)
-    out.setflags(write=False)
-    return out
-
-
-def _parse_shape_meta(raw: bytes | None, where: str) -> tuple[int, ...]:
-    try:
-        shape = orjson.loads(raw) if raw is not None else None
-    except orjson.JSONDecodeError:
-        shape = None
-    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
-        raise ValueError(f"{where}: Arrow buffer has no valid shape (got {raw!r})")
-    return tuple(shape)
-
 
 # -- attr values with type tags --------------------------------------------------------------------
 _INT64 = (-(2**63), 2**63 - 1)
@@ -303,11 +192,13 @@ class _Decoder:
             raise ValueError(f"{where}: a tensor is {{'dtype', 'shape', 'buffer'}}, got {spec!r}")
         dtype = _dtype_from_json(spec["dtype"], where)
         shape = _shape_from_json(spec["shape"], where)
-        arr = decode_tensor(self._buffer(spec["buffer"], where), where)
-        if dtypes.as_dtype(arr.dtype) != dtype or not shape.is_fully_defined() or list(arr.shape) != shape.as_list():
-            raise ValueError(f"{where}: the Arrow buffer holds {dtypes.as_dtype(arr.dtype).name}{list(arr.shape)}, "
+        # The stream's metadata is checked against the attr's dtype and shape before its body is read
+        # (compressed bodies, which no writer of documents produces, are refused by `decode_tensor`).
+        head = read_tensor_header(self._buffer(spec["buffer"], where), where)
+        if head.dtype != dtype or not shape.is_fully_defined() or list(head.shape) != shape.as_list():
+            raise ValueError(f"{where}: the Arrow buffer holds {head.dtype.name}{list(head.shape)}, "
                              f"the document says {dtype.name}{spec['shape']}")
-        return arr
+        return decode_tensor(head)
 
     def value(self, tagged: Any, where: str) -> Any:
         if not isinstance(tagged, dict) or len(tagged) != 1:

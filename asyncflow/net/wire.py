@@ -8,14 +8,17 @@ answer it with 400). Unknown fields are ignored, missing ones take their default
 **Frames.** A request or response that carries tensors is a frame:
 `b"AFF1"`, a little-endian u32 header length, the header (a message's JSON plus `"buffers"`: the
 byte length of each buffer), then the buffers, each starting at a multiple of 8. `frame_chunks`
-returns the pieces to write (no joining), `parse_frame` returns the header and zero-copy views.
+returns the pieces to write (no joining), `parse_frame` returns the header and zero-copy views
+(and refuses a frame whose Arrow streams have compressed bodies, before anyone inflates them).
 
-**Tensors.** One Arrow IPC stream per tensor, the format of `asyncflow.serialization` (one
+**Tensors.** One Arrow IPC stream per tensor, the format of `asyncflow.tensor_codec` (one
 record batch, one column, dtype and shape in the schema metadata). `tensor_chunks` writes
 numeric tensors straight from the array's memory: pyarrow hands the body to the sink as a
-buffer over that memory, so the only copy is the kernel's. `read_tensor` validates the stream
-fully (`decode_tensor`), never copies an immutable source, and checks dtype and shape against
-what the receiver expects. Compression (float32 only): "float16" is IEEE half precision (round
+buffer over that memory, so the only copy is the kernel's. `read_tensor` checks the stream's
+declared dtype, shape and buffer sizes against what the receiver expects before reading its body
+(`asyncflow.tensor_codec`), refuses Arrow's IPC body compression (LZ4/ZSTD: no asyncflow sender
+uses it, and it would let a few kilobytes declare gigabytes), validates the stream fully, and never
+copies an immutable source. Compression (float32 only): "float16" is IEEE half precision (round
 to nearest; relative error <= 2^-11 in range), "bfloat16" is the whitepaper's truncation (the
 high 16 bits of each float32, zero-filled on arrival; relative error < 2^-7).
 """
@@ -39,7 +42,8 @@ import orjson
 import pyarrow as pa
 
 from asyncflow import dtypes, errors
-from asyncflow.serialization import decode_tensor, encode_tensor
+from asyncflow.arrow_ipc import read_stream_header
+from asyncflow.tensor_codec import decode_tensor, encode_tensor, read_tensor_header
 
 MAX_JSON_BYTES = 256 << 20
 MAX_DEPTH = 64
@@ -357,7 +361,29 @@ def parse_frame(body: bytes | memoryview, cls: type, max_buffers: int = 1 << 16)
         pos += k + _pad(k)
     if pos < view.nbytes - 7:
         raise WireError(f"frame has {view.nbytes - pos} trailing bytes")
+    _refuse_compressed_streams(message, out)
     return message, out
+
+
+def _refuse_compressed_streams(message: Any, buffers: list[memoryview]) -> None:
+    """WireError when one of a frame's Arrow streams has a compressed body. No asyncflow sender compresses
+    Arrow bodies (16-bit compression is ours, uncompressed Arrow), and a few kilobytes of ZSTD can declare
+    gigabytes, so the first process that parses the frame (a master forwarding feeds unread, too) answers
+    400 before anything is inflated. Its Arrow streams are the buffers its `tensors` descriptors leave None
+    (every buffer of a frame without descriptors: a graph's constants). Only the metadata is read; any other
+    defect of a stream is left to its reader, which names the tensor."""
+    descriptors = getattr(message, "tensors", None) or ()
+    for i, buf in enumerate(buffers):
+        if i < len(descriptors) and descriptors[i] is not None:
+            continue  # a small tensor's raw bytes
+        try:
+            head = read_stream_header(pa.py_buffer(buf), "")
+        except ValueError:
+            continue
+        if head.codec:
+            raise WireError(f"{type(message).__name__} buffer {i}: the Arrow stream's body is {head.codec}-compressed, "
+                            f"declaring {head.decoded_bytes} bytes once inflated; frames never carry compressed "
+                            f"Arrow bodies")
 
 
 # -- tensors -------------------------------------------------------------------------------------------------
@@ -517,22 +543,27 @@ def read_tensor(data: Chunk, where: str = "tensor", expect: np.dtype | None = No
     if isinstance(data, memoryview) and not data.readonly:
         data = data.toreadonly()  # zero-copy decoding: nobody writes through this view
     try:
-        arr = decode_tensor(data, where)
+        # The stream's metadata first: its dtype and shape are checked against the plan's before a byte of
+        # its body is read, and a compressed body (no asyncflow sender writes one) is refused outright.
+        head = read_tensor_header(data, where)
+        sent = np.dtype(head.dtype.as_numpy_dtype)
+        widen = bool(compression) and expect is not None and np.dtype(expect) == np.float32 and \
+            sent in (np.float16, ml_dtypes.bfloat16)
+        if expect is not None and not widen and sent != np.dtype(expect):
+            raise WireError(f"{where}: received a {sent} tensor, expected {np.dtype(expect)}")
+        if shape is not None and shape.ndims is not None:
+            dims = shape.as_list()
+            if len(dims) != len(head.shape) or any(d is not None and d != n for d, n in zip(dims, head.shape)):
+                raise WireError(f"{where}: received shape {list(head.shape)}, expected {shape}")
+        arr = decode_tensor(head)
     except ValueError as e:
         raise WireError(str(e)) from None
-    if compression and expect is not None and np.dtype(expect) == np.float32 and \
-            arr.dtype in (np.float16, ml_dtypes.bfloat16):
+    if widen:
         wide = widener.result(arr, memoryview(data)) if widener is not None else None
         if wide is None:
             wide = arr.astype(np.float32)
             wide.setflags(write=False)
         arr = wide
-    if expect is not None and arr.dtype != np.dtype(expect):
-        raise WireError(f"{where}: received a {arr.dtype} tensor, expected {np.dtype(expect)}")
-    if shape is not None and shape.ndims is not None:
-        dims = shape.as_list()
-        if len(dims) != arr.ndim or any(d is not None and d != n for d, n in zip(dims, arr.shape)):
-            raise WireError(f"{where}: received shape {list(arr.shape)}, expected {shape}")
     return arr
 
 

@@ -22,7 +22,8 @@ index's directory (a checkpoint directory can be moved as a whole), and `length`
 bytes. The top-level `crc32` is zlib's CRC-32 of `body` serialised by orjson with sorted keys,
 so a flipped byte anywhere in the index is caught, as one in a tensor is by the tensor's own.
 Reading checks everything (the index's structure and checksum, each data file's size, each
-tensor's checksum, that its Arrow stream holds the dtype and shape the index says) and raises
+tensor's checksum, that its Arrow stream declares the dtype and shape the index says, before its
+body is read, so a compressed stream, which this writer never makes, inflates to no more) and raises
 `DataLossError` naming the file when anything is off, `NotFoundError` when a file is missing.
 
 Atomicity: every file is written to a temporary name (`.NAME.tmp-XXXXXXXX`, hidden, in the same
@@ -49,7 +50,7 @@ import numpy as np
 import orjson
 
 from asyncflow import dtypes, errors
-from asyncflow.serialization import decode_tensor, encode_tensor
+from asyncflow.tensor_codec import decode_tensor, encode_tensor, read_tensor_header
 
 FORMAT = "asyncflow.checkpoint"
 VERSION = 1
@@ -329,13 +330,16 @@ class BundleReader:
             raise errors.DataLossError(None, None, f"{path}: checksum mismatch for tensor '{e.name}' (stored "
                                                    f"{e.crc32:#010x}, computed {crc:#010x} on the bytes read)")
         try:
-            arr = decode_tensor(data, f"{path}: tensor '{e.name}'")
+            # What the stream declares is checked against the index before its body is read: a crafted
+            # entry cannot make the reader inflate more than the dtype and shape the index records.
+            head = read_tensor_header(data, f"{path}: tensor '{e.name}'")
+            if head.dtype != e.dtype or head.shape != e.shape:
+                raise errors.DataLossError(None, None, f"{path}: tensor '{e.name}' holds {head.dtype.name}"
+                                                       f"{list(head.shape)}, the index says "
+                                                       f"{e.dtype.name}{list(e.shape)}")
+            return decode_tensor(head, allow_compressed=True)
         except ValueError as exc:
             raise errors.DataLossError(None, None, str(exc)) from None
-        if dtypes.as_dtype(arr.dtype) != e.dtype or arr.shape != e.shape:
-            raise errors.DataLossError(None, None, f"{path}: tensor '{e.name}' holds {arr.dtype}{list(arr.shape)}, "
-                                                   f"the index says {e.dtype.name}{list(e.shape)}")
-        return arr
 
 
 # -- merging shards ----------------------------------------------------------------------------------
