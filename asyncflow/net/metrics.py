@@ -11,9 +11,10 @@ one task, and in-process test servers share it, which only makes their counts ad
 
 Causes (`CAUSES`): "auth" (no/bad signature), "replay" (a nonce or a time outside the window),
 "size" (a body or a decoded tensor over its limit, compressed bodies), "deadline" (a head or body
-not sent in time, an idle connection closed), "malformed" (undecodable input), "connections" (a
-peer over its connection cap). An unknown cause is a bug: ValueError. Counting is a dict update on
-the event loop's thread; a lock keeps it right from other threads too (graph threads may count).
+not sent in time; idle keep-alive connections closed are not refusals and are not counted),
+"malformed" (undecodable input, bad HTTP), "connections" (a connection closed by a peer's cap).
+An unknown cause is a bug: ValueError. Counting is a dict update on the event loop's thread; a
+lock keeps it right from other threads too (graph threads may count).
 """
 
 from __future__ import annotations
