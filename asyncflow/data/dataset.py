@@ -188,8 +188,9 @@ class DatasetV1:
 
     def interleave(self, map_func: Callable[..., Any], cycle_length: int = -1, block_length: int = 1,
                    num_parallel_calls: int | None = None, deterministic: bool | None = None) -> DatasetV1:
-        op = "InterleaveDataset" if num_parallel_calls is None else "ParallelInterleaveDatasetV2"
-        return _t.interleave_dataset(self, map_func, cycle_length, block_length, num_parallel_calls, op)
+        op = "InterleaveDataset" if num_parallel_calls is None else "ParallelInterleaveDatasetV4"
+        return _t.interleave_dataset(self, map_func, cycle_length, block_length, num_parallel_calls, op,
+                                     deterministic)
 
     def batch(self, batch_size: Any, drop_remainder: bool = False) -> DatasetV1:
         return _t.batch_dataset(self, batch_size, drop_remainder)

@@ -46,7 +46,7 @@ def filter_dataset(ds: DatasetV1, predicate: Callable[..., Any]) -> DatasetV1:
 
 
 def interleave_dataset(ds: DatasetV1, fn: Callable[..., Any], cycle_length: Any, block_length: Any,
-                       num_parallel_calls: Any, op: str) -> DatasetV1:
+                       num_parallel_calls: Any, op: str, deterministic: bool | None = None) -> DatasetV1:
     inner: dict = {}
 
     def finish(result: Any) -> tuple[Any, list]:
@@ -56,15 +56,29 @@ def interleave_dataset(ds: DatasetV1, fn: Callable[..., Any], cycle_length: Any,
         return None, list(inner["captures"])
 
     traced = trace(fn, ds._spec, "flat_map" if op == "FlatMapDataset" else "interleave", finish)
-    cycle = int(cycle_length)
-    if cycle == AUTOTUNE:
+    cycle = _int_param(cycle_length, op, "cycle_length")
+    autotuned = cycle == AUTOTUNE
+    if autotuned:
         cycle = os.cpu_count() or 1
-    if cycle <= 0 or int(block_length) <= 0:
+    block = _int_param(block_length, op, "block_length")
+    if cycle <= 0 or block <= 0:
         raise ValueError(f"{op}: cycle_length and block_length must be positive, got {cycle_length} and "
                          f"{block_length}")
-    params = {"cycle_length": cycle, "block_length": int(block_length),
-              "num_parallel_calls": int(num_parallel_calls or 1)}
+    params: dict[str, Any] = {"cycle_length": cycle, "block_length": block}
+    if num_parallel_calls is not None:  # checked when the iterator is made, as TF's kernel does
+        params.update(num_parallel_calls=_int_param(num_parallel_calls, op, "num_parallel_calls"),
+                      cycle_autotune=autotuned, deterministic=deterministic is not False)
     return DatasetV1(traced.result._spec, inputs=(ds,), fn=traced, inner=inner, params=params, op=op)
+
+
+def _int_param(value: Any, op: str, what: str) -> int:
+    """An integer argument given as a Python value or a constant tensor (read once, when the dataset is built)."""
+    if hasattr(value, "graph"):
+        folded = constant_value(value)
+        if folded is None:
+            raise ValueError(f"{op}: {what} must be known when the dataset is built (a Python int or a constant)")
+        value = folded
+    return int(value)
 
 
 def _static_int(t: Any) -> int | None:

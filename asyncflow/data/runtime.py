@@ -12,9 +12,11 @@ Running it: `Program.make(env)` instantiates the node tree into a chain of *stag
 iterators over `Block`s (rows of elements, one array per flat component with the rows along
 dimension 0; see runtime_stages.py). `IteratorResource` is what lives in the session's (or the
 worker's) resource container under the iterator's name: it holds the root stage and owns every
-task the pipeline starts (prefetch producers); `initialize` and `aclose` cancel and await them,
-so no task outlives the iterator, the session, or a container reset. `get_next` awaits the next
-row, and raises OutOfRangeError at the end, every time it is called again.
+task the pipeline starts (prefetch producers, parallel interleave fetches); `initialize` and
+`aclose` cancel and await them, so no task outlives the iterator, the session, or a container
+reset. `get_next` awaits the next row, and raises OutOfRangeError at the end, every time it is
+called again. A failing element (a map function's error) is raised in its place, and the next
+call goes on with the rows after it, as TF's iterators do.
 
 Functions: a traced function graph is compiled once into an executor `Plan` (`CompiledFunction`)
 and run per block when it is *vectorisable* (every op elementwise, element-derived operands of
@@ -260,12 +262,15 @@ class Program:
 
 
 class Env:
-    """What one instance of a program sees: its captured values, its program, the owner of its tasks."""
+    """What one instance of a program sees: its captured values, its program, the owner of its tasks, and
+    whether its Python (py_func maps, generators) runs in the thread pool (`threaded`: the inner pipelines
+    of a parallel interleave, whose waits must overlap; see runtime_interleave.py)."""
 
-    def __init__(self, program: Program, captures: Sequence[Any], owner: TaskOwner):
+    def __init__(self, program: Program, captures: Sequence[Any], owner: TaskOwner, threaded: bool = False):
         self.program = program
         self.captures = list(captures)
         self.owner = owner
+        self.threaded = threaded
         self._bound: dict[int, BoundFunction] = {}
 
     def function(self, index: int) -> BoundFunction:

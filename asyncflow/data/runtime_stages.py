@@ -11,6 +11,7 @@ maker, across epochs).
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import os
 from collections import deque
@@ -20,13 +21,14 @@ from typing import Any
 import numpy as np
 
 from asyncflow import dtypes, errors
-from asyncflow.data.runtime import Block, Env, check_element, where
+from asyncflow.data.runtime import Block, Env, check_element, pool, where
 from asyncflow.shapes import TensorShape
 
 CHUNK = 1024  # rows per block from a tensor source
 Maker = Callable[[], Any]
 BUILDERS: dict[str, Callable[[dict, Env], Maker]] = {}
 SOURCES: dict[str, Any] = {}  # SourceDataset subclasses by source kind (registered by af.data.dataset)
+_END = object()  # a generator's end, as a value (StopIteration does not cross a thread's future)
 
 
 def builder(*kinds: str) -> Callable[[Callable[[dict, Env], Maker]], Callable[[dict, Env], Maker]]:
@@ -151,10 +153,16 @@ class _Generator(Stage):
         args = [env.capture(i) for i in node["captures"]]
         self.it = iter(fn(*args))
         self.np_types = [t.as_numpy_dtype for t in self.types]
+        self.threaded = env.threaded  # inside a parallel interleave: the generator runs in the thread pool
 
     async def next(self) -> Block | None:
         try:
-            value = next(self.it)
+            if self.threaded:
+                value = await asyncio.get_running_loop().run_in_executor(pool(), next, self.it, _END)
+                if value is _END:
+                    return None
+            else:
+                value = next(self.it)
         except StopIteration:
             return None
         except Exception as exc:  # noqa: BLE001 - a user generator's failure is the pipeline's error

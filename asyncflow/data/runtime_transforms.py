@@ -1,12 +1,13 @@
-"""The transformation stages: map, filter, flat_map/interleave, shuffle, repeat, prefetch, cache, ...
+"""The transformation stages: map, filter, shuffle, repeat, take/skip, zip, concatenate, prefetch, cache.
 
 Each reads its input stage(s) block by block (see runtime_stages.py). The ones that wait on
 something other than their input: `prefetch`, whose producer task (owned by the pipeline's
 `TaskOwner`) fills a bounded buffer while the consumer (the step's `IteratorGetNext`) takes from
 it, so input work overlaps the training step's awaits; and a `map` of a Python-holding function
 with `num_parallel_calls`, which keeps that many calls in flight in the data thread pool and
-hands the results on in input order. The stages that regroup rows (batch, padded_batch, unbatch,
-window) are in runtime_batch.py.
+hands the results on in input order (in a parallel interleave's inner pipelines, `Env.threaded`, even
+one call runs there, so that inner iterators' calls overlap). The stages that regroup rows (batch,
+padded_batch, unbatch, window) are in runtime_batch.py; flat_map and interleave in runtime_interleave.py.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from asyncflow import errors
-from asyncflow.data import runtime_batch, runtime_cache
+from asyncflow.data import runtime_batch, runtime_cache, runtime_interleave
 from asyncflow.data.runtime import AUTOTUNE, THREADED_AUTOTUNE, Block, Env, check_element, pool
 from asyncflow.data.runtime_stages import Maker, Rows, Stage, _specs, _what, build, builder
 
-__all__ = ["build", "runtime_batch"]  # runtime_batch: imported for the stages it registers
+__all__ = ["build", "runtime_batch", "runtime_interleave"]  # imported for the stages they register
 
 
 # -- map and filter -----------------------------------------------------------------------------------------
@@ -35,9 +36,10 @@ class _Map(Stage):
         self.fn = env.function(node["fn"])
         self.types, self.shapes = _specs(node)
         p = node.get("num_parallel_calls") or 1
-        self.parallel = (THREADED_AUTOTUNE if p == AUTOTUNE else p) if self.fn.threaded else 1
+        self.parallel = max(1, (THREADED_AUTOTUNE if p == AUTOTUNE else p) if self.fn.threaded else 1)
+        self.offload = self.fn.threaded and (self.parallel > 1 or env.threaded)
         self.pending: deque = deque()
-        self.out: deque[Block] = deque()
+        self.out: deque[Block | errors.OpError] = deque()  # an element's error is raised in its place
 
     def _check(self, outs: list[np.ndarray], batched: bool) -> list[np.ndarray]:
         if len(outs) != len(self.types):
@@ -54,7 +56,7 @@ class _Map(Stage):
             outs = self._check(self.fn.call_block(block), True) if block.n else []
             return Block(outs, block.n)
         while not self.out:
-            if self.parallel > 1:
+            if self.offload:
                 if not await self._next_parallel():
                     return None
                 continue
@@ -62,12 +64,29 @@ class _Map(Stage):
             if not n:
                 return None
             self.out.extend(self._rows(self.rows.take_now(n)))
-        return self.out.popleft()
+        item = self.out.popleft()
+        if isinstance(item, errors.OpError):
+            raise item  # one element failed, as in TF: the next call goes on with the rows after it
+        return item
 
-    def _rows(self, block: Block) -> list[Block]:
-        """The function on each row of `block`, as blocks (one, when every row's outputs share shapes)."""
-        outs = [self._check(self.fn.call(block.row(i)), False) for i in range(block.n)]
-        return _stacked(outs)
+    def _rows(self, block: Block) -> list[Block | errors.OpError]:
+        """The function on each row of `block`, as blocks (one per run of rows whose outputs share shapes),
+        a failed row's error in its place."""
+        outs: list[Any] = []
+        for i in range(block.n):
+            try:
+                outs.append(self._check(self.fn.call(block.row(i)), False))
+            except errors.OpError as exc:
+                outs.append(exc)
+        runs: list[Block | errors.OpError] = []
+        start = 0
+        for i, o in enumerate(outs + [None]):
+            if o is None or isinstance(o, errors.OpError):
+                runs.extend(_stacked(outs[start:i]))
+                if o is not None:
+                    runs.append(o)
+                start = i + 1
+        return runs
 
     async def _next_parallel(self) -> bool:
         """Keeps `parallel` calls in flight in the thread pool, a few rows each (fewer hand-offs), and
@@ -92,6 +111,8 @@ class _Map(Stage):
 
 
 def _stacked(outs: list[list[np.ndarray]]) -> list[Block]:
+    if not outs:
+        return []
     if len(outs) > 1 and all(len({o[i].shape for o in outs}) == 1 for i in range(len(outs[0]))):
         return [Block([np.stack([o[i] for o in outs]) for i in range(len(outs[0]))], len(outs))]
     return [Block.of_element(o) for o in outs]
@@ -137,74 +158,6 @@ class _Filter(Stage):
 def _filter(node: dict, env: Env) -> Maker:
     make_input = build(node["input"], env)
     return lambda: _Filter(node, env, make_input)
-
-
-# -- flat_map and interleave ------------------------------------------------------------------------------
-def _inner_maker(node: dict, env: Env) -> Any:
-    fn = env.function(node["fn"])
-    program = env.program.inner[node["inner"]]
-
-    def open_element(row: list[np.ndarray]) -> Stage:
-        inner_env = Env(program, fn.call(row), env.owner)
-        return program.make(inner_env)
-    return open_element
-
-
-class _Interleave(Stage):
-    """TF's interleave order: a cycle of open inner iterators, `block_length` elements from each in turn;
-    an exhausted one is replaced from the input in its place. flat_map is cycle_length 1."""
-
-    def __init__(self, node: dict, env: Env, make_input: Maker):
-        self.input = make_input()
-        self.rows = Rows(self.input)
-        self.open_element = _inner_maker(node, env)
-        self.cycle = [None] * max(1, node.get("cycle_length", 1))
-        self.block_length = max(1, node.get("block_length", 1))
-        self.index = 0
-        self.in_block = 0
-        self.input_ended = False
-        self.n_open = 0
-
-    def _advance(self) -> None:
-        self.in_block = 0
-        self.index = (self.index + 1) % len(self.cycle)
-
-    async def next(self) -> Block | None:
-        while not self.input_ended or self.n_open:
-            current = self.cycle[self.index]
-            if current is not None:
-                block = await current.take(self.block_length - self.in_block)
-                if block is not None:
-                    self.in_block += block.n
-                    if self.in_block >= self.block_length:
-                        self._advance()
-                    return block
-                await current.stage.aclose()
-                self.cycle[self.index] = None
-                self.n_open -= 1
-                self._advance()
-            elif not self.input_ended:
-                row = await self.rows.take(1)
-                if row is None:
-                    self.input_ended = True
-                else:
-                    self.cycle[self.index] = Rows(self.open_element(row.row(0)))
-                    self.n_open += 1
-            else:
-                self._advance()
-        return None
-
-    async def aclose(self) -> None:
-        for r in self.cycle:
-            if r is not None:
-                await r.stage.aclose()
-        await self.input.aclose()
-
-
-@builder("FlatMapDataset", "InterleaveDataset", "ParallelInterleaveDatasetV2")
-def _interleave(node: dict, env: Env) -> Maker:
-    make_input = build(node["input"], env)
-    return lambda: _Interleave(node, env, make_input)
 
 
 # -- order: shuffle, repeat, take, skip, zip, concatenate ---------------------------------------------------
@@ -455,22 +408,24 @@ class _Prefetch(Stage):
         self.room = asyncio.Event()
 
     async def _produce(self) -> None:
-        try:
-            while True:
-                while self.rows >= self.size:
-                    self.room.clear()
-                    await self.room.wait()
+        while True:
+            while self.rows >= self.size:
+                self.room.clear()
+                await self.room.wait()
+            try:
                 block = await self.input.next()
-                self.items.append(block)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer in its place, as one row
+                self.items.append(exc)
                 self.ready.set()
-                if block is None:
-                    return
-                self.rows += block.n
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, in order
-            self.items.append(exc)
+                self.rows += 1
+                continue
+            self.items.append(block)
             self.ready.set()
+            if block is None:
+                return
+            self.rows += block.n
 
     async def next(self) -> Block | None:
         if self.task is None:
@@ -482,10 +437,10 @@ class _Prefetch(Stage):
         if item is None:
             return None
         self.items.popleft()
-        if isinstance(item, BaseException):
-            raise item
-        self.rows -= item.n
+        self.rows -= 1 if isinstance(item, BaseException) else item.n
         self.room.set()
+        if isinstance(item, BaseException):
+            raise item  # the producer goes on with the input: an error is one element, as in TF
         return item
 
     async def aclose(self) -> None:
