@@ -84,7 +84,8 @@ class ConfigProto:
     def __init__(self, operation_timeout_in_ms: int = 0, log_device_placement: bool = False,
                  allow_soft_placement: bool = False, intra_op_parallelism_threads: int = 0,
                  inter_op_parallelism_threads: int = 0, device_count: dict[str, int] | None = None,
-                 shuffle_seed: int | None = None, compression: str | None = None, **ignored: Any):
+                 shuffle_seed: int | None = None, compression: str | None = None,
+                 heartbeat_interval_in_ms: int = 1000, heartbeat_timeout_in_ms: int = 10000, **ignored: Any):
         self.operation_timeout_in_ms = operation_timeout_in_ms
         self.log_device_placement = log_device_placement
         self.allow_soft_placement = allow_soft_placement
@@ -93,6 +94,10 @@ class ConfigProto:
         self.device_count = dict(device_count or {})
         self.shuffle_seed = shuffle_seed  # asyncflow: pop ready ops in a seeded random order (tests)
         self.compression = compression  # asyncflow: "float16" | "bfloat16" for tensors between processes
+        # asyncflow: a remote session pings its master this often while a request is in flight, and fails the
+        # request with UnavailableError after this long without an answer (0: wait forever); the servers' defaults
+        self.heartbeat_interval_in_ms = heartbeat_interval_in_ms
+        self.heartbeat_timeout_in_ms = heartbeat_timeout_in_ms
         self.ignored = ignored
 
 

@@ -16,6 +16,16 @@ With `RunOptions(trace_level > 0)` the master answers with every device's step s
 they are moved onto this process's clock (offset estimated from the step's request and answer)
 into `run_metadata.step_stats`. Plain `run` uses a blocking HTTP client in the calling thread (no
 event-loop hop); `arun` uses the asynchronous one on the caller's loop.
+
+The master is watched (`asyncflow.net.master_watch`): a request it stops answering fails with
+`UnavailableError` naming it within the heartbeat timeout (`ConfigProto.heartbeat_timeout_in_ms`,
+10 s by default, as the servers'), and a master that restarted (its incarnation, sent with every
+answer, changed) has lost the session: the session forgets its handle, the step fails once with
+`AbortedError` (as TF does for a restarted task; MonitoredTrainingSession runs it again), and the next
+step creates a new master session with the whole graph. The variables live in the tasks'
+containers, so nothing is lost. A session the master collected while its client was idle (same
+incarnation, handle unknown) is recreated the same way, and the step runs at once. Errors that are
+the master's own (not a task's) carry `.master`, the target.
 """
 
 from __future__ import annotations
@@ -32,6 +42,14 @@ from asyncflow.exec.step_stats import ClockFilter, StatsError, StepStats, from_p
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph
 from asyncflow.net import auth, wire
 from asyncflow.net.http import AsyncClient, BlockingClient, PeerUnavailable, Response
+from asyncflow.net.master_watch import (
+    HEARTBEAT_INTERVAL_MS,
+    HEARTBEAT_TIMEOUT_MS,
+    Call,
+    Watch,
+    WatchedClient,
+    incarnation_of,
+)
 from asyncflow.net.worker import response_error
 from asyncflow.serialization import graph_to_parts
 
@@ -68,6 +86,7 @@ def _config_value(config: Any, name: str, default: Any) -> Any:
 class _RemoteCallable:
     id: int
     fetch_specs: list[tuple[str, Any, Any]]  # (name, numpy dtype, static shape)
+    handle: str  # the master session it belongs to
 
 
 class _Uncached(Exception):
@@ -86,7 +105,11 @@ class RemoteSession:
         compression = _config_value(config, "compression", None) or ""
         self.config = wire.SessionConfig(compression, int(_config_value(config, "operation_timeout_in_ms", 0) or 0),
                                          bool(_config_value(config, "allow_soft_placement", False)))
-        self.http = BlockingClient(self.address, self.token)
+        self.watch = Watch(target, self.address, self.token,
+                           _config_value(config, "heartbeat_interval_in_ms", HEARTBEAT_INTERVAL_MS),
+                           _config_value(config, "heartbeat_timeout_in_ms", HEARTBEAT_TIMEOUT_MS))
+        self.http = WatchedClient(self.address, self.token, self.watch)
+        self._master_down = False  # the last request found the master unreachable: close does not wait on it
         self._async: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._lock = threading.RLock()
         self.handle: str | None = None
@@ -101,24 +124,83 @@ class RemoteSession:
 
     # -- requests -------------------------------------------------------------------------------------------
     def _request(self, method: str, path: str, chunks: Any = (), ctype: str | None = None,
-                 timeout: float | None = 60.0) -> Response:
+                 timeout: float | None = 60.0, bound: bool = True) -> Response:
+        """One request to the master, watched. `bound`: it names the session's handle, so an answer from
+        another master incarnation means the session is gone (AbortedError)."""
+        call = self.watch.begin()
         try:
             response = self.http.request(method, path, chunks, ctype, timeout)
         except PeerUnavailable as e:
-            raise errors.UnavailableError(None, None, f"master at {self.target} is unavailable: {e}") from None
-        except TimeoutError:
+            raise self._lost(call, e) from None
+        except TimeoutError as e:
+            if call.error is not None:
+                raise self._lost(call, e) from None
             raise errors.DeadlineExceededError(None, None, f"no answer from {self.target} within {timeout} s") \
                 from None
+        finally:
+            if self.watch.end(call):
+                self.http.close()  # a socket the watch shut down may be back in the pool
+        self._answered(incarnation_of(response), call.incarnation, bound)
         if response.status != 200:
             raise response_error(response, self.target)
         return response
 
-    def _json(self, path: str, message: Any, cls: type, frame_buffers: Any = None) -> Any:
+    # -- the master's incarnation ----------------------------------------------------------------------------
+    def _answered(self, seen: int | None, sent_under: int | None, bound: bool) -> None:
+        """Checks the incarnation of the master that answered a request sent under `sent_under`."""
+        self._master_down = False
+        if seen is None or seen == sent_under:
+            return
+        if sent_under is None:  # the first answer (or the first since the master came back): its incarnation
+            with self._lock:
+                if self.watch.incarnation is None:
+                    self.watch.incarnation = seen
+            return
+        self._forget(sent_under, seen)
+        if bound:
+            raise self.watch.restarted(sent_under, seen)
+
+    def _lost(self, call: Call, exc: BaseException) -> errors.OpError:
+        """The error for a request whose connection broke: the watch's, AbortedError when the master restarted
+        meanwhile, else UnavailableError naming the master."""
+        err = call.error
+        if err is None:
+            alive, seen = self.watch.probe()
+            if alive and None not in (seen, call.incarnation) and seen != call.incarnation:
+                err = self.watch.restarted(call.incarnation, seen)  # type: ignore[arg-type]
+            else:
+                err = self.watch.unavailable(str(exc))
+        if getattr(err, "master_restarted", False):
+            self._forget(*err.incarnations)  # type: ignore[attr-defined]
+        else:
+            self._master_down = True
+        return err
+
+    def _forget(self, old: int | None, new: int | None) -> None:
+        """The master of incarnation `old` is gone and its session with it: the next step starts a new one."""
+        with self._lock:
+            if self.watch.incarnation == old:
+                self._forget_handle(self.handle)
+                self.watch.incarnation = new
+
+    def _forget_handle(self, handle: str | None) -> None:
+        with self._lock:
+            if handle is None or handle != self.handle:
+                return  # another thread already did
+            self.handle = None
+            self._sent, self._controls, self._synced, self._remote_version = [], [], -1, 0
+            self._callables.clear()
+
+    def _gone(self, e: errors.OpError, handle: str) -> bool:
+        """Whether `e` is the master saying it does not know the session `handle` (it collected an idle one)."""
+        return isinstance(e, errors.NotFoundError) and handle in (e.message or "")
+
+    def _json(self, path: str, message: Any, cls: type, frame_buffers: Any = None, bound: bool = True) -> Any:
         if frame_buffers is None:
-            response = self._request("POST", path, [wire.dumps(message)], "application/json")
+            response = self._request("POST", path, [wire.dumps(message)], "application/json", bound=bound)
         else:
             response = self._request("POST", path, wire.frame_chunks(message, frame_buffers), wire.FRAME_CONTENT_TYPE,
-                                     timeout=600.0)
+                                     timeout=600.0, bound=bound)
         obj = wire.parse_json(response.body)
         if isinstance(obj, dict) and obj.get("error"):
             raise wire.to_op_error(wire.from_obj(wire.ErrorInfo, obj["error"]), self.graph)
@@ -143,7 +225,7 @@ class RemoteSession:
                 self._close_remote()
             header, buffers = graph_to_parts(graph, ops)
             created = self._json("/v1/master/sessions", wire.CreateSession(header, self.config), wire.SessionCreated,
-                                 [[b] for b in buffers])
+                                 [[b] for b in buffers], bound=False)
             self.handle, self.devices, self._remote_version = created.session, created.devices, created.graph_version
             self._callables.clear()
         elif len(ops) > n:
@@ -173,7 +255,7 @@ class RemoteSession:
                                                     [op.name for op in targets], self._remote_version),
                                   wire.CallableMade)
                 specs = [(t.name, t.dtype.base_dtype.as_numpy_dtype, t.shape) for t in fetches]
-                call = self._callables[key] = _RemoteCallable(made.callable, specs)
+                call = self._callables[key] = _RemoteCallable(made.callable, specs, self.handle)
         return call
 
     # -- steps ----------------------------------------------------------------------------------------------------
@@ -182,7 +264,7 @@ class RemoteSession:
         descriptors, buffers = wire.encode_values(values)
         trace = (getattr(options, "trace_level", 0) or 0) > 0
         chunks = wire.frame_chunks(wire.RunStep(call.id, int(ms), descriptors, trace), buffers)
-        return f"/v1/master/sessions/{self.handle}/run", chunks, (ms / 1000.0 + 30.0 if ms > 0 else None)
+        return f"/v1/master/sessions/{call.handle}/run", chunks, (ms / 1000.0 + 30.0 if ms > 0 else None)
 
     def _results(self, call: _RemoteCallable, response: Response, metadata: Any = None, sent_ns: int = 0,
                  answered_ns: int = 0) -> list[Any]:
@@ -216,39 +298,70 @@ class RemoteSession:
         call = self._callable(mapped.tensors, mapped.targets, feed_tensors, network)
         return mapped, call, feed_values
 
+    def _step(self, call: _RemoteCallable, values: list[Any], options: Any, run_metadata: Any) -> list[Any]:
+        path, chunks, timeout = self._step_request(call, values, options)
+        sent = time.time_ns()
+        response = self._request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout)
+        return self._results(call, response, run_metadata, sent, time.time_ns())
+
     def run(self, session: Any, fetches: Any, feed_dict: Any = None, options: Any = None,
             run_metadata: Any = None) -> Any:
         from asyncflow.session import _to_user
 
-        mapped, call, values = self._prepare(session, fetches, feed_dict)
-        path, chunks, timeout = self._step_request(call, values, options)
-        sent = time.time_ns()
-        response = self._request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout)
-        results = self._results(call, response, run_metadata, sent, time.time_ns())
+        for again in (True, False):
+            mapped, call, values = self._prepare(session, fetches, feed_dict)
+            try:
+                results = self._step(call, values, options, run_metadata)
+                break
+            except errors.NotFoundError as e:
+                if not (again and self._gone(e, call.handle)):
+                    raise
+                self._forget_handle(call.handle)  # the master collected it while we were idle: a new one, run again
         return mapped.rebuild([_to_user(v) for v in results])
 
     async def arun(self, session: Any, fetches: Any, feed_dict: Any = None, options: Any = None,
                    run_metadata: Any = None) -> Any:
         from asyncflow.session import _to_user
 
-        try:
-            mapped, call, values = self._prepare(session, fetches, feed_dict, network=False)
-        except _Uncached:
-            mapped, call, values = await asyncio.to_thread(self._prepare, session, fetches, feed_dict)
+        for again in (True, False):
+            try:
+                mapped, call, values = self._prepare(session, fetches, feed_dict, network=False)
+            except _Uncached:
+                mapped, call, values = await asyncio.to_thread(self._prepare, session, fetches, feed_dict)
+            try:
+                results = await self._astep(call, values, options, run_metadata)
+                break
+            except errors.NotFoundError as e:
+                if not (again and self._gone(e, call.handle)):
+                    raise
+                self._forget_handle(call.handle)
+        return mapped.rebuild([_to_user(v) for v in results])
+
+    async def _astep(self, call: _RemoteCallable, values: list[Any], options: Any, run_metadata: Any) -> list[Any]:
         path, chunks, timeout = self._step_request(call, values, options)
         loop = asyncio.get_running_loop()
         client = self._async.get(loop)
         if client is None:
             client = self._async[loop] = AsyncClient(self.address, self.token)
+        sent_under = self.watch.incarnation
         sent = time.time_ns()
         try:
-            response = await client.request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout)
+            response = await self.watch.watch_async(
+                client, client.request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout), sent_under)
         except PeerUnavailable as e:
-            raise errors.UnavailableError(None, None, f"master at {self.target} is unavailable: {e}") from None
+            raise await asyncio.to_thread(self._lost, Call(0.0, sent_under), e) from None
+        except errors.AbortedError as e:
+            if getattr(e, "master_restarted", False):
+                self._forget(*e.incarnations)  # type: ignore[attr-defined]
+            raise
+        except errors.UnavailableError:
+            self._master_down = True
+            raise
         answered = time.time_ns()
+        self._answered(incarnation_of(response), sent_under, True)
         if response.status != 200:
             raise response_error(response, self.target)
-        return mapped.rebuild([_to_user(v) for v in self._results(call, response, run_metadata, sent, answered)])
+        return self._results(call, response, run_metadata, sent, answered)
 
     def make_callable(self, session: Any, fetches: Any, feed_list: Any = None, accept_options: bool = False) -> Any:
         from asyncflow.session import _FeedSpec, _Fetches, _to_user
@@ -263,22 +376,27 @@ class RemoteSession:
                 raise RuntimeError("Attempted to use a closed Session.")
             if len(args) != len(feed_tensors):
                 raise TypeError(f"This callable takes {len(feed_tensors)} feed values, got {len(args)}")
-            remote = self._callable(mapped.tensors, mapped.targets, feed_tensors)
-            path, chunks, timeout = self._step_request(remote, [s.convert(v) for s, v in zip(specs, args)], options)
-            sent = time.time_ns()
-            response = self._request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout)
-            results = self._results(remote, response, run_metadata, sent, time.time_ns())
+            values = [s.convert(v) for s, v in zip(specs, args)]
+            for again in (True, False):
+                remote = self._callable(mapped.tensors, mapped.targets, feed_tensors)
+                try:
+                    results = self._step(remote, values, options, run_metadata)
+                    break
+                except errors.NotFoundError as e:
+                    if not (again and self._gone(e, remote.handle)):
+                        raise
+                    self._forget_handle(remote.handle)
             return mapped.rebuild([_to_user(v) for v in results])
 
         return call
 
     def _close_remote(self) -> None:
-        if self.handle is not None:
+        if self.handle is not None and not self._master_down:  # a master that is down collects it itself
             try:
-                self._request("POST", f"/v1/master/sessions/{self.handle}/close", timeout=10.0)
+                self._request("POST", f"/v1/master/sessions/{self.handle}/close", timeout=10.0, bound=False)
             except errors.OpError:
                 pass  # the master is gone: nothing to release
-            self.handle = None
+        self.handle = None
 
     def close(self) -> None:
         with self._lock:
@@ -286,6 +404,7 @@ class RemoteSession:
                 return
             self.closed = True
             self._close_remote()
+            self.watch.close()
             self.http.close()
 
 
@@ -319,14 +438,14 @@ def attach_remote(session: Any, target: str, graph: Graph | None, config: Any) -
 
 def _task_status(remote: RemoteSession) -> dict[str, list[str]]:
     """{"alive": [...], "dead": [...]}: the tasks as the master's heartbeats see them."""
-    obj = wire.parse_json(remote._request("GET", "/v1/master/tasks", timeout=10.0).body)
+    obj = wire.parse_json(remote._request("GET", "/v1/master/tasks", timeout=10.0, bound=False).body)
     if not isinstance(obj, dict) or not all(isinstance(obj.get(k), list) for k in ("alive", "dead")):
         raise errors.DataLossError(None, None, f"malformed task status from {remote.target}")
     return {k: [str(t) for t in obj[k]] for k in ("alive", "dead")}
 
 
 def _devices(remote: RemoteSession) -> list[str]:
-    response = remote._request("GET", "/v1/master/devices")
+    response = remote._request("GET", "/v1/master/devices", bound=False)
     return list(wire.parse_json(response.body).get("devices", []))
 
 

@@ -51,6 +51,9 @@ from asyncflow.serialization import graph_to_parts, import_graph_def
 from asyncflow.train.cluster import ClusterSpec
 
 ABORT_GRACE_S = 5.0
+# Every answer of a master carries its incarnation (random, new at each start; also in /healthz as
+# "master_incarnation"): a client whose session handle meets another incarnation knows the master restarted.
+INCARNATION_HEADER = "X-Asyncflow-Master-Incarnation"
 
 
 # -- talking to workers ------------------------------------------------------------------------------------
@@ -255,6 +258,7 @@ class MasterService:
             worker_tasks = [t for t in self.workers if t.startswith("/job:worker/")]
             self.default_device = f"{(worker_tasks or list(self.workers))[0]}/device:CPU:0"
         self.sessions: dict[str, MasterSession] = {}
+        self.master_incarnation = random.getrandbits(62) | 1  # this master's own, new at every start
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.session_idle_s = session_idle_s  # a session no client used for this long is closed
@@ -653,4 +657,4 @@ def _root(failures: list[errors.OpError]) -> errors.OpError:
     return next((e for e in failures if not getattr(e, "derived", False)), failures[0])
 
 
-__all__ = ["MasterService", "MasterSession", "HttpWorker", "LocalWorker", "peer_step_stats"]
+__all__ = ["MasterService", "MasterSession", "HttpWorker", "LocalWorker", "peer_step_stats", "INCARNATION_HEADER"]

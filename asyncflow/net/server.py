@@ -37,7 +37,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from asyncflow import errors
 from asyncflow.exec.step_stats import to_obj
 from asyncflow.net import auth, listener, metrics, wire
-from asyncflow.net.master import MasterService
+from asyncflow.net.master import INCARNATION_HEADER, MasterService
 from asyncflow.net.worker import WorkerService, add_routes, error_response, json_response, write_chunks
 from asyncflow.train.cluster import ClusterSpec
 
@@ -207,6 +207,10 @@ def add_master_routes(app: web.Application, master: MasterService, task: str) ->
         asyncio.get_running_loop().create_task(master.shutdown_cluster())
         return json_response({})
 
+    async def stamp(request: web.Request, response: web.StreamResponse) -> None:
+        response.headers[INCARNATION_HEADER] = str(master.master_incarnation)  # on every answer, errors too
+
+    app.on_response_prepare.append(stamp)
     app.router.add_post("/v1/master/sessions", create)
     app.router.add_post("/v1/master/sessions/{handle}/extend", extend)
     app.router.add_post("/v1/master/sessions/{handle}/callables", make_callable)
@@ -245,6 +249,8 @@ def build_app(worker: WorkerService | None, master: MasterService | None, option
         body = {"status": "ok", "task": task}
         if worker is not None:
             body["incarnation"] = worker.incarnation
+        if master is not None:  # clients tell a restarted master by it
+            body["master_incarnation"] = master.master_incarnation
         return json_response(body)
 
     async def metrics(request: web.Request) -> web.Response:

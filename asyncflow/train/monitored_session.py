@@ -9,7 +9,10 @@ variables, or `max_wait_secs` passes. Both then run the local init op and start 
 their values, and keeps `should_stop()` up to date. An `AbortedError` or `UnavailableError` (a
 parameter server restarted, a worker died) closes the session, creates a new one (so the chief
 restores the latest checkpoint onto the restarted PS), tells the hooks (`after_create_session`),
-and retries the run: the steps since that checkpoint are lost, nothing else.
+and retries the run: the steps since that checkpoint are lost, nothing else. When the failure is
+the master's own (the error carries `.master`: it restarted, or stopped answering), the variables
+still live on the tasks: the new session keeps them when they are all initialised (no restore, no
+init op), so a step that failed with the master is run once more and no update is lost or doubled.
 """
 
 from __future__ import annotations
@@ -142,7 +145,9 @@ class _SessionCreator:
         self.master, self.config, self.checkpoint_dir = master, config, checkpoint_dir
         self.is_chief, self.max_wait_secs, self.recovery_wait_secs = is_chief, max_wait_secs, recovery_wait_secs
 
-    def create_session(self) -> Session:
+    def create_session(self, keep_model: bool = False) -> Session:
+        """A ready session; with `keep_model` (after a master failure) the chief keeps the variables the tasks
+        hold when they are all initialised, instead of restoring or initialising them."""
         from asyncflow.train.checkpoint_management import latest_checkpoint
 
         self.scaffold.finalize()
@@ -150,7 +155,9 @@ class _SessionCreator:
         try:
             if self.is_chief:
                 ckpt = latest_checkpoint(self.checkpoint_dir) if self.checkpoint_dir else None
-                if ckpt:
+                if keep_model and not len(sess.run(self.scaffold.ready_for_local_init_op)):
+                    log.info("the variables outlived the master: kept, neither restored nor initialised")
+                elif ckpt:
                     self.scaffold.saver.restore(sess, ckpt)
                     log.info("restored %s", ckpt)
                 else:
@@ -212,8 +219,8 @@ class MonitoredSession:
 
     graph = property(lambda self: get_default_graph())
 
-    def _create(self) -> None:
-        self._sess = self._creator.create_session()
+    def _create(self, keep_model: bool = False) -> None:
+        self._sess = self._creator.create_session(keep_model) if keep_model else self._creator.create_session()
         self._start_queue_runners()
         for hook in self._hooks:
             hook.after_create_session(self._sess, self._coord)
@@ -250,14 +257,16 @@ class MonitoredSession:
                 return self._run_with_hooks(fetches, feed_dict, options, run_metadata)
             except _RECOVERABLE as e:
                 log.warning("step failed with %s (%s); creating a new session", type(e).__name__, e.message)
-                self._recover()
+                self._recover(e)
 
-    def _recover(self) -> None:
+    def _recover(self, error: errors.OpError) -> None:
+        # The master's own failure (restarted, or silent) leaves the variables on the tasks: keep them.
+        keep_model = getattr(error, "master", None) is not None and isinstance(self._creator, _SessionCreator)
         self._stop_queue_runners()
         self._sess = None
         while self._sess is None:
             try:
-                self._create()
+                self._create(keep_model)
             except _RECOVERABLE as e:
                 log.warning("session creation failed with %s; retrying", type(e).__name__)
                 time.sleep(self._creator.recovery_wait_secs)
