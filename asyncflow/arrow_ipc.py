@@ -39,6 +39,7 @@ _INT_TYPES = {(8, True): pa.int8(), (16, True): pa.int16(), (32, True): pa.int32
 _FLOAT_TYPES = {0: pa.float16(), 1: pa.float32(), 2: pa.float64()}
 # Schema.fbs's Type union: the members a tensor stream may use (others are refused by name).
 _TYPE_INT, _TYPE_FLOAT, _TYPE_BINARY, _TYPE_BOOL, _TYPE_FIXED_LIST, _TYPE_LARGE_BINARY = 2, 3, 4, 6, 16, 19
+_SUPPORTED_TYPES = (_TYPE_INT, _TYPE_FLOAT, _TYPE_BINARY, _TYPE_BOOL, _TYPE_FIXED_LIST, _TYPE_LARGE_BINARY)
 _TYPE_NAMES = {1: "Null", 5: "Utf8", 7: "Decimal", 8: "Date", 9: "Time", 10: "Timestamp", 11: "Interval",
                12: "List", 13: "Struct", 14: "Union", 15: "FixedSizeBinary", 17: "Map", 18: "Duration",
                20: "LargeUtf8", 21: "LargeList", 22: "RunEndEncoded", 23: "BinaryView", 24: "Utf8View",
@@ -65,6 +66,7 @@ class StreamHeader:
     decoded_sizes: list[int]  # each buffer's size once read: the uncompressed length prefix when compressed
     codec: str  # "" (uncompressed), "lz4_frame" or "zstd"
     batch_message: pa.Buffer  # the record batch's whole encapsulated message, for pyarrow
+    body_start: int  # where the record batch's body starts in the stream (the buffers' offsets count from it)
 
     @property
     def decoded_bytes(self) -> int:
@@ -143,6 +145,8 @@ def _field_type(field: _Table, depth: int) -> pa.DataType:
     if field.table(4) is not None:
         raise _Corrupt("dictionary-encoded fields are not tensor streams")
     kind = field.scalar(2, _U8)
+    if kind not in _SUPPORTED_TYPES:
+        raise _Corrupt(f"unsupported Arrow type {_TYPE_NAMES.get(kind, kind)}")
     spec = field.table(3)
     children = field.tables(5, MAX_BUFFERS)
     if kind == _TYPE_FIXED_LIST:
@@ -242,7 +246,7 @@ def _parse(view: memoryview) -> _Layout:
     schema = schema_msg.table(2)
     if schema is None or schema.scalar(0, _I16) != 0:
         raise _Corrupt("the schema is missing or not little-endian")
-    fields = schema.tables(1, 1)
+    fields = schema.tables(1, MAX_BUFFERS)
     if len(fields) != 1:
         raise _Corrupt(f"a tensor stream has one field, got {len(fields)}")
     metadata = {kv.string(0): kv.string(1) for kv in schema.tables(2, MAX_METADATA_ENTRIES)}
@@ -316,7 +320,7 @@ def read_stream_header(source: pa.Buffer, where: str = "tensor") -> StreamHeader
         raise ValueError(f"{where}: corrupt Arrow buffer ({e})") from None
     end = lay.body_start + lay.body_length
     return StreamHeader(lay.arrow_type, lay.nullable, lay.metadata, lay.length, lay.nodes, lay.buffers, sizes,
-                        lay.codec, source.slice(lay.batch_start, end - lay.batch_start))
+                        lay.codec, source.slice(lay.batch_start, end - lay.batch_start), lay.body_start)
 
 
 __all__ = ["StreamHeader", "read_stream_header", "MAX_NESTING", "MAX_BUFFERS"]
