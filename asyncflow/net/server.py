@@ -238,7 +238,9 @@ def _metrics(worker: WorkerService | None, master: MasterService | None, task: s
 
 def build_app(worker: WorkerService | None, master: MasterService | None, options: ServerOptions,
               task: str) -> web.Application:
-    incarnation = worker.incarnation if worker is not None else auth.new_incarnation()
+    # What signatures are bound to: a worker's incarnation (in the master's task table), else the master's.
+    incarnation = worker.incarnation if worker is not None else \
+        master.master_incarnation if master is not None else auth.new_incarnation()
     app = web.Application(middlewares=[_guard(options, task, incarnation)], client_max_size=options.max_body_bytes)
     if worker is not None:
         add_routes(app, worker)
