@@ -104,6 +104,12 @@ def test_a_request_signed_for_the_ps_is_refused_by_a_worker(cluster, token_env):
     status, answer = _post(ps, "/v1/worker/reset", body, headers)
     assert status == 401 and "replayed" in answer["error"]["message"]
     assert _refused(worker, "replay") == before + 1
+    # Each task announces what it signs for: its task name and the incarnation the cluster knows it by.
+    for address, task, key in [(ps, "/job:ps/replica:0/task:0", "incarnation"),
+                               (master, "/job:master", "master_incarnation")]:
+        with urllib.request.urlopen(f"http://{address}/healthz", timeout=10) as r:
+            announced, body = auth.Destination.parse(r.headers[auth.IDENTITY_HEADER]), json.loads(r.read())
+        assert announced == auth.Destination(task, body[key])
 
 
 def test_a_step_from_a_client_clock_ahead_is_not_replayable(cluster, token_env):
