@@ -106,6 +106,29 @@ def check_element(values: Sequence[np.ndarray], types: Sequence[Any], shapes: Se
                             f"the dataset's output shape {dims}")
 
 
+class ShapeCheck:
+    """`check_element` against shapes compiled once into tuples, for the stages that check every row."""
+
+    def __init__(self, types: Sequence[Any], shapes: Sequence[TensorShape], what: str):
+        self.types, self.shapes, self.what = list(types), list(shapes), what
+        self.dims = [None if s.ndims is None else tuple(s.as_list()) for s in shapes]
+        self.exact = [d is not None and None not in d for d in self.dims]
+
+    def __call__(self, values: Sequence[np.ndarray]) -> None:
+        for v, dims, exact in zip(values, self.dims, self.exact):
+            if dims is None:
+                continue
+            shape = v.shape
+            if exact:
+                if shape != dims:
+                    break
+            elif len(shape) != len(dims) or any(d is not None and d != n for d, n in zip(dims, shape)):
+                break
+        else:
+            return
+        check_element(values, self.types, self.shapes, self.what)  # raises, with the message
+
+
 # -- tasks the pipeline owns --------------------------------------------------------------------------
 class TaskOwner:
     """The tasks of one pipeline instance: started here, cancelled and awaited by `cancel_all`."""

@@ -20,7 +20,7 @@ import numpy as np
 
 from asyncflow import errors
 from asyncflow.data import runtime_batch, runtime_cache, runtime_interleave
-from asyncflow.data.runtime import AUTOTUNE, THREADED_AUTOTUNE, Block, Env, check_element, pool
+from asyncflow.data.runtime import AUTOTUNE, THREADED_AUTOTUNE, Block, Env, ShapeCheck, check_element, pool
 from asyncflow.data.runtime_stages import Maker, Rows, Stage, _specs, _what, build, builder
 
 __all__ = ["build", "runtime_batch", "runtime_interleave"]  # imported for the stages they register
@@ -35,6 +35,7 @@ class _Map(Stage):
         self.node = node
         self.fn = env.function(node["fn"])
         self.types, self.shapes = _specs(node)
+        self.check_shapes = ShapeCheck(self.types, self.shapes, _what(node))
         p = node.get("num_parallel_calls") or 1
         self.parallel = max(1, (THREADED_AUTOTUNE if p == AUTOTUNE else p) if self.fn.threaded else 1)
         self.offload = self.fn.threaded and (self.parallel > 1 or env.threaded)
@@ -45,7 +46,7 @@ class _Map(Stage):
         if len(outs) != len(self.types):
             raise errors.InvalidArgumentError(None, None, f"{_what(self.node)}: the function returned {len(outs)} "
                                                           f"values, expected {len(self.types)}")
-        check_element([o[0] for o in outs] if batched else outs, self.types, self.shapes, _what(self.node))
+        self.check_shapes([o[0] for o in outs] if batched else outs)
         return outs
 
     async def next(self) -> Block | None:

@@ -4,8 +4,12 @@ configurations `FixedLenFeature`, `VarLenFeature`, `FixedLenSequenceFeature`, `S
 One registered op does the work, `ParseExampleV2`, with TF's signature: a string scalar or vector
 of serialized Examples, the sparse and dense keys as string-vector inputs, one default tensor per
 dense key (empty: the feature is required; for a variable-length dense feature, the scalar that
-pads), `dense_shapes` and `sparse_types` attrs. Its kernel lets protobuf decode each record
-(`asyncflow.example_proto.Example`) and assembles the outputs with numpy:
+pads), `dense_shapes` and `sparse_types` attrs. Its kernel lets protobuf decode each record once
+(`asyncflow.example_proto.Example`), then walks each feature once over the batch: one map lookup
+per example, the values gathered from protobuf's containers by C-level iteration into one numpy
+conversion per feature per batch, the lengths checked as an array (a missing, empty or mistyped
+feature takes the careful path, with TF's checks and defaults); one record (parse_single_example)
+is plain Python per feature. The key lists are read once per node. The outputs:
 
 - a sparse key gives `indices` int64 [N, rank+1] (batch index and position), `values` [N] and
   `dense_shape` [rank+1] = (batch size,) + (longest list,); the Python side wraps them in a
@@ -23,6 +27,8 @@ required feature, a wrong length or an unparsable record is an InvalidArgumentEr
 from __future__ import annotations
 
 import collections
+import itertools
+import operator
 import re
 from typing import Any
 
@@ -41,6 +47,7 @@ _PARSE_TYPES = (dtypes.float32, dtypes.int64, dtypes.string)
 _LIST_KIND = {dtypes.float32: "float_list", dtypes.int64: "int64_list", dtypes.string: "bytes_list"}
 _KIND_NAME = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
 _TF_NAME = {dtypes.float32: "float", dtypes.int64: "int64", dtypes.string: "string"}
+_NO_VALUES: tuple = ()
 
 
 # -- the feature configurations (TF's namedtuples) -------------------------------------------------------------
@@ -94,94 +101,176 @@ def _text(k: Any, name: str | None, key: str, index: int | None, detail: str) ->
     return errors.InvalidArgumentError(None, None, f"ParseExampleV2 '{k.name}': {where}  {detail}")
 
 
-def _feature_values(k: Any, feature: Any, dtype: dtypes.DType, key: str, name: str | None, index: int,
-                    dense: bool) -> np.ndarray:
-    """The list a Feature holds, as a numpy array of `dtype` (a Feature with no list: empty)."""
-    kind = feature.WhichOneof("kind")
-    if kind is None:
-        return np.empty(0, dtype.as_numpy_dtype)
-    if kind != _LIST_KIND[dtype]:
-        got, want = _KIND_NAME[kind], _TF_NAME[dtype]
-        detail = f"Data type: {got} but expected type: {want}" if dense else \
-            f"Expected type: {want}, Actual type: {got}"
-        raise _text(k, name, key, index, f"Data types don't match. {detail}")
-    values = getattr(feature, kind).value
-    if dtype == dtypes.string:
-        out = np.empty(len(values), dtype=object)
-        out[:] = list(values)
-        return out
-    return np.array(values, dtype=dtype.as_numpy_dtype)
+class _Key:
+    """What parsing one feature key needs, worked out once per node and key list (see `_plan`)."""
+
+    __slots__ = ("key", "dtype", "np_dtype", "kind", "values_of", "dims", "variable", "row", "row_size")
+
+    def __init__(self, key: str, dtype: dtypes.DType, shape: Any = None):
+        self.key = key
+        self.dtype = dtype
+        self.np_dtype = np.dtype(dtype.as_numpy_dtype)
+        self.kind = _LIST_KIND[dtype]
+        self.values_of = operator.attrgetter(f"{self.kind}.value")  # a Feature's list of this type (or empty)
+        if shape is not None:
+            self.dims = as_shape(shape).as_list()
+            self.variable = bool(self.dims) and self.dims[0] is None
+            self.row = self.dims[1:] if self.variable else self.dims
+            self.row_size = int(np.prod(self.row, dtype=np.int64))
 
 
-def _decode(k: Any, record: Any) -> Any:
+def _prepare(k: Any) -> None:
+    k.plans = {}
+    k.last_plan = None
+
+
+def _plan(k: Any, sparse_keys: Any, dense_keys: Any) -> tuple[list[_Key], list[_Key]]:
+    """The `_Key`s of this node for these key tensors (usually constants: built on the first step, then reused)."""
+    last = k.__dict__.get("last_plan")
+    if last is not None and last[0] is sparse_keys and last[1] is dense_keys:
+        return last[2]  # the same constant arrays as on the last step
+    raw = (tuple(np.reshape(sparse_keys, -1).tolist()), tuple(np.reshape(dense_keys, -1).tolist()))
+    plans = k.__dict__.setdefault("plans", {})
+    plan = plans.get(raw)
+    if plan is None:
+        if len(plans) >= 8:
+            plans.clear()
+        sparse = [_Key(key, dtype) for key, dtype in zip(_keys(raw[0]), k.sparse_types)]
+        dense = [_Key(key, dtype, shape) for key, dtype, shape in zip(_keys(raw[1]), k.Tdense, k.dense_shapes)]
+        plan = plans[raw] = (sparse, dense)
+    k.last_plan = (sparse_keys, dense_keys, plan)  # holding the arrays keeps their identities unique
+    return plan
+
+
+def _decode(k: Any, records: list[Any]) -> list[Any]:
+    """Each record's feature map, decoded once by protobuf."""
     from google.protobuf.message import DecodeError  # protobuf is optional: needed only when parsing
 
+    parse = Example.FromString
     try:
-        return Example.FromString(bytes(record)).features.feature
+        return [parse(r).features.feature for r in records]
     except (DecodeError, TypeError):
-        shown = bytes(record)[:64].decode("latin-1").encode("unicode_escape").decode()
-        raise errors.InvalidArgumentError(
-            None, None, f"ParseExampleV2 '{k.name}': Could not parse example input, value: '{shown}'") from None
-
-
-def _dense(k: Any, found: list[np.ndarray | None], key: str, dtype: dtypes.DType, shape: TensorShape,
-           default: np.ndarray, names: list[str] | None) -> np.ndarray:
-    """One dense output, [batch] + shape, from each example's list (None: missing)."""
-    dims = shape.as_list()
-    variable = bool(dims) and dims[0] is None
-    row = dims[1:] if variable else dims
-    row_size = int(np.prod(row, dtype=np.int64))
-    rows: list[np.ndarray] = []
-    for i, values in enumerate(found):
-        name = None if names is None else names[i]
-        if values is None:
-            if variable:
-                rows.append(np.empty([0] + row, dtype.as_numpy_dtype))
-                continue
-            if default.size == 0:
-                prefix = "" if names is None else f"Name: {name}, "
-                raise errors.InvalidArgumentError(None, None, f"ParseExampleV2 '{k.name}': {prefix}Feature: {key} "
-                                                              f"(data type: {_TF_NAME[dtype]}) is required but could "
-                                                              f"not be found.")
-            rows.append(np.asarray(default, dtype.as_numpy_dtype).reshape(dims))
-            continue
-        if variable:
-            if row_size and values.size % row_size:
-                raise errors.InvalidArgumentError(None, None, f"ParseExampleV2 '{k.name}': Error while parsing "
-                                                              f"feature with key {key}: number of elements should be "
-                                                              f"divisible by {row_size}, found {values.size} instead")
-            rows.append(values.reshape([values.size // row_size if row_size else 0] + row))
-        elif values.size != row_size:
-            raise _text(k, name, key, i, f"Number of {_TF_NAME[dtype]} values != expected.  Values size: "
-                                         f"{values.size} but output shape: {dims}")
-        else:
-            rows.append(values.reshape(dims))
-    if variable:
-        longest = max((r.shape[0] for r in rows), default=0)
-        out = np.empty([len(rows), longest] + row, dtype.as_numpy_dtype)
-        out[...] = np.asarray(default, dtype.as_numpy_dtype).reshape(())
-        for i, r in enumerate(rows):
-            out[i, :r.shape[0]] = r
-        return out
-    out = np.empty([len(rows)] + dims, dtype.as_numpy_dtype)
-    for i, r in enumerate(rows):
-        out[i] = r
+        pass
+    out = []
+    for r in records:  # again, one by one, to name the record that failed
+        try:
+            out.append(parse(r if isinstance(r, bytes) else bytes(r)).features.feature)
+        except (DecodeError, TypeError):
+            raw = r if isinstance(r, bytes) else str(r).encode()
+            shown = raw[:64].decode("latin-1").encode("unicode_escape").decode()
+            raise errors.InvalidArgumentError(
+                None, None, f"ParseExampleV2 '{k.name}': Could not parse example input, value: '{shown}'") from None
     return out
 
 
-def _sparse(found: list[np.ndarray | None], dtype: dtypes.DType, batched: bool) -> list[np.ndarray]:
+def _gather(maps: list[Any], key: _Key) -> tuple[list[Any], list[Any], np.ndarray]:
+    """Each example's Feature for `key` (None: missing), its list of `key`'s type (empty when missing or of
+    another type) and the lists' lengths: one dict lookup and one attribute walk per example, no values."""
+    name, values_of = key.key, key.values_of
+    feats = [m.get(name) for m in maps]
+    lists = [_NO_VALUES if f is None else values_of(f) for f in feats]
+    return feats, lists, np.fromiter(map(len, lists), np.int64, len(lists))
+
+
+def _values(lists: list[Any], total: int, key: _Key) -> np.ndarray:
+    """All the lists' values, in order, as one array: one conversion per feature per batch."""
+    flat = itertools.chain.from_iterable(lists)
+    if key.np_dtype.kind == "O":
+        out = np.empty(total, dtype=object)
+        if total:
+            out[:] = list(flat)
+        return out
+    return np.fromiter(flat, key.np_dtype, total)
+
+
+def _check_kinds(k: Any, key: _Key, feats: list[Any], empty: np.ndarray, names: list[str] | None,
+                 dense: bool) -> None:
+    """A Feature whose list of `key`'s type is empty may hold a list of another type: TF's error for the first."""
+    for i in empty.tolist():
+        f = feats[i]
+        kind = None if f is None else f.WhichOneof("kind")
+        if kind is not None and kind != key.kind:
+            got, want = _KIND_NAME[kind], _TF_NAME[key.dtype]
+            detail = f"Data type: {got} but expected type: {want}" if dense else \
+                f"Expected type: {want}, Actual type: {got}"
+            raise _text(k, names and names[i], key.key, i, f"Data types don't match. {detail}")
+
+
+def _sparse(k: Any, maps: list[Any], key: _Key, names: list[str] | None, batched: bool) -> list[np.ndarray]:
     """indices, values and dense_shape of one sparse output."""
-    lists = [np.empty(0, dtype.as_numpy_dtype) if v is None else v for v in found]
-    lengths = [len(v) for v in lists]
-    longest = max(lengths, default=0)
-    positions = np.concatenate([np.arange(n, dtype=np.int64) for n in lengths]) if lists else np.empty(0, np.int64)
-    values = np.concatenate(lists) if lists else np.empty(0, dtype.as_numpy_dtype)
-    if dtype == dtypes.string:
-        values = values.astype(object)
+    feats, lists, lens = _gather(maps, key)
+    n = len(lists)
+    if not lens.all():
+        _check_kinds(k, key, feats, np.flatnonzero(lens == 0), names, dense=False)
+    total = int(lens.sum())
+    values = _values(lists, total, key)
+    longest = int(lens.max()) if n else 0
     if not batched:
-        return [positions.reshape(-1, 1), values, np.array([longest], np.int64)]
-    batch = np.repeat(np.arange(len(lists), dtype=np.int64), lengths)
-    return [np.stack([batch, positions], axis=1).reshape(-1, 2), values, np.array([len(lists), longest], np.int64)]
+        return [np.arange(total, dtype=np.int64).reshape(-1, 1), values, np.array([longest], np.int64)]
+    starts = np.cumsum(lens) - lens
+    positions = np.arange(total, dtype=np.int64) - np.repeat(starts, lens)
+    rows = np.repeat(np.arange(n, dtype=np.int64), lens)
+    return [np.stack([rows, positions], axis=1), values, np.array([n, longest], np.int64)]
+
+
+def _dense(k: Any, maps: list[Any], key: _Key, default: np.ndarray, names: list[str] | None,
+           required_names: list[str] | None) -> np.ndarray:
+    """One dense output, [batch] + shape (module docstring); `required_names` are the names a missing
+    required feature's error gives (batched input only)."""
+    feats, lists, lens = _gather(maps, key)
+    if key.variable:
+        return _dense_variable(k, key, default, feats, lists, lens, names)
+    n, row_size = len(lists), key.row_size
+    ok = lens == row_size
+    if row_size == 0 or not ok.all():  # missing, or of another type or length: TF's checks, in TF's order
+        bad = np.arange(n) if row_size == 0 else np.flatnonzero(~ok)
+        _check_kinds(k, key, feats, bad, names, dense=True)
+        for i in bad.tolist():
+            if feats[i] is None:
+                if default.size == 0:
+                    prefix = "" if required_names is None else f"Name: {required_names[i]}, "
+                    raise errors.InvalidArgumentError(None, None, f"ParseExampleV2 '{k.name}': {prefix}Feature: "
+                                                                  f"{key.key} (data type: {_TF_NAME[key.dtype]}) is "
+                                                                  f"required but could not be found.")
+                ok[i] = False
+            elif lens[i] != row_size:
+                raise _text(k, names and names[i], key.key, i, f"Number of {_TF_NAME[key.dtype]} values != "
+                                                                f"expected.  Values size: {lens[i]} but output "
+                                                                f"shape: {key.dims}")
+            else:
+                ok[i] = True
+    values = _values(lists, row_size * int(ok.sum()), key)
+    if ok.all():
+        return values.reshape([n] + key.dims)
+    out = np.empty([n] + key.dims, key.np_dtype)
+    out[ok] = values.reshape([-1] + key.dims)
+    out[~ok] = np.asarray(default, key.np_dtype).reshape(key.dims)  # the missing ones take the default
+    return out
+
+
+def _dense_variable(k: Any, key: _Key, default: np.ndarray, feats: list[Any], lists: list[Any], lens: np.ndarray,
+                    names: list[str] | None) -> np.ndarray:
+    """A dense output with an unknown first dimension: each example's rows, padded with `default` to the longest."""
+    if not lens.all():
+        _check_kinds(k, key, feats, np.flatnonzero(lens == 0), names, dense=True)
+    row_size = key.row_size
+    if row_size:
+        uneven = np.flatnonzero(lens % row_size)
+        if uneven.size:
+            raise errors.InvalidArgumentError(None, None, f"ParseExampleV2 '{k.name}': Error while parsing feature "
+                                                          f"with key {key.key}: number of elements should be "
+                                                          f"divisible by {row_size}, found {lens[uneven[0]]} "
+                                                          f"instead")
+        counts = lens // row_size
+    else:
+        counts = np.zeros_like(lens)
+    longest = int(counts.max()) if counts.size else 0
+    out = np.empty([len(lists), longest] + key.row, key.np_dtype)
+    out[...] = np.asarray(default, key.np_dtype).reshape(())
+    values = _values(lists, int(lens.sum()) if row_size else 0, key)
+    if values.size:
+        out[np.arange(longest) < counts[:, None]] = values.reshape([-1] + key.row)
+    return out
 
 
 def _keys(values: Any) -> list[str]:
@@ -195,30 +284,63 @@ def _keys(values: Any) -> list[str]:
             "dense_values: Tdense, ragged_values: ragged_value_types, ragged_row_splits: ragged_split_types",
     types={"Tdense": TypeList(_PARSE_TYPES), "sparse_types": TypeList(_PARSE_TYPES),
            "ragged_value_types": TypeList(_PARSE_TYPES), "ragged_split_types": TypeList(INDEX)},
-    attrs={"num_sparse": 0, "dense_shapes": []}, shape=_parse_shape, differentiable=False)
+    attrs={"num_sparse": 0, "dense_shapes": []}, shape=_parse_shape, differentiable=False, prepare=_prepare)
 async def parse_example_v2(k, serialized, names, sparse_keys, dense_keys, ragged_keys, *dense_defaults):
-    if np.size(ragged_keys):
+    # Each record is decoded once; then each feature is walked once over the batch, its values gathered
+    # from protobuf's containers by C-level iteration and converted to numpy in one call (see _gather).
+    serialized, names, ragged_keys = np.asarray(serialized), np.asarray(names), np.asarray(ragged_keys)
+    if ragged_keys.size:
         raise errors.UnimplementedError(None, None, f"ParseExampleV2 '{k.name}': ragged features are not supported")
-    batched = np.ndim(serialized) == 1
-    records = list(np.reshape(serialized, -1))
-    example_names = _keys(names) if np.size(names) else None
+    batched = serialized.ndim == 1
+    records = serialized.reshape(-1).tolist()
+    example_names = _keys(names) if names.size else None
     if batched:
         example_names = example_names or ["<unknown>"] * len(records)
-    sparse, dense = _keys(sparse_keys), _keys(dense_keys)
-    parsed = [_decode(k, r) for r in records]
+    sparse, dense = _plan(k, sparse_keys, dense_keys)
+    maps = _decode(k, records)
+    if not batched:
+        return _single(k, maps, sparse, dense, dense_defaults, example_names)
     outputs: list[list[np.ndarray]] = [[], [], []]
-    for key, dtype in zip(sparse, k.sparse_types):
-        found = [None if key not in f else _feature_values(k, f[key], dtype, key, example_names and example_names[i],
-                                                          i, dense=False) for i, f in enumerate(parsed)]
-        for slot, value in zip(outputs, _sparse(found, dtype, batched)):
+    for key in sparse:
+        for slot, value in zip(outputs, _sparse(k, maps, key, example_names, batched)):
             slot.append(value)
     dense_out = []
-    for key, dtype, shape, default in zip(dense, k.Tdense, k.dense_shapes, dense_defaults):
-        found = [None if key not in f else _feature_values(k, f[key], dtype, key, example_names and example_names[i],
-                                                          i, dense=True) for i, f in enumerate(parsed)]
-        value = _dense(k, found, key, dtype, as_shape(shape), np.asarray(default), example_names if batched else None)
-        dense_out.append(value if batched else value[0])
+    for key, default in zip(dense, dense_defaults):
+        value = _dense(k, maps, key, np.asarray(default), example_names, example_names if batched else None)
+        dense_out.append(value)
     return outputs[0] + outputs[1] + outputs[2] + dense_out
+
+
+def _single(k: Any, maps: list[Any], sparse: list[_Key], dense: list[_Key], defaults: tuple,
+            names: list[str] | None) -> list[np.ndarray]:
+    """parse_single_example's case, one record: plain Python on each feature's list, no batch arithmetic; a
+    feature that is missing, empty or of another length goes the batch way (its checks, defaults, errors)."""
+    (m,) = maps
+    indices, values, shapes = [], [], []
+    for key in sparse:
+        f = m.get(key.key)
+        listed = key.values_of(f) if f is not None else _NO_VALUES
+        n = len(listed)
+        if not n:
+            index, value, shape = _sparse(k, maps, key, names, False)
+            indices.append(index)
+            values.append(value)
+            shapes.append(shape)
+            continue
+        indices.append(np.arange(n, dtype=np.int64).reshape(n, 1))
+        values.append(_values([listed], n, key))
+        shapes.append(np.array([n], np.int64))
+    dense_out = []
+    for key, default in zip(dense, defaults):
+        f = m.get(key.key)
+        listed = key.values_of(f) if f is not None else _NO_VALUES
+        if key.variable or not key.row_size or len(listed) != key.row_size:
+            dense_out.append(_dense(k, maps, key, np.asarray(default), names, None)[0])
+        elif not key.dims:  # the common scalar feature
+            dense_out.append(np.array(listed[0], dtype=key.np_dtype))
+        else:
+            dense_out.append(_values([listed], key.row_size, key).reshape(key.dims))
+    return indices + values + shapes + dense_out
 
 
 # -- the Python functions --------------------------------------------------------------------------------------
