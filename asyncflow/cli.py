@@ -4,6 +4,9 @@
   asyncflow master --cluster SPEC --port P [--host H] [--token-file F]
   asyncflow local --ps N --workers M [--port P] [--restart]
   (worker, master and local also take --head-timeout S, --idle-timeout S, --max-connections-per-peer N)
+  (and the state deadlines: --session-idle-timeout S (default 300: the master closes a session no client
+   request named for that long), --pull-timeout S, --step-start-timeout S (a pull for a step that has not
+   started on the task), --master-timeout S (a worker drops the graphs of a master silent that long))
   asyncflow shutdown TARGET
 
 SPEC is a JSON string or the path of a JSON file (`{"ps": ["127.0.0.1:2222"], "worker": [...]}`);
@@ -51,6 +54,16 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--max-connections-per-peer", type=int, default=256, help="open connections one peer "
                        "address may hold; past it, its oldest idle one is closed, else the new one (default 256)")
 
+    def state_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--session-idle-timeout", type=float, default=300.0, help="seconds after which the master "
+                       "closes a session no client request named (a killed client's; default 300)")
+        p.add_argument("--pull-timeout", type=float, default=3600.0, help="seconds a peer's pull waits for a tensor "
+                       "of a running step (default 3600)")
+        p.add_argument("--step-start-timeout", type=float, default=60.0, help="seconds a peer's pull waits for a "
+                       "step that has not started on this task; then its state goes (default 60)")
+        p.add_argument("--master-timeout", type=float, default=600.0, help="seconds after which a worker drops the "
+                       "graphs of a master it no longer hears from (default 600)")
+
     def server_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
         p.add_argument("--token-file", help="file holding the cluster token (else ASYNCFLOW_TOKEN)")
@@ -60,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--heartbeat-timeout", type=float, default=10.0, help="seconds of silence before a worker "
                        "counts as dead")
         connection_flags(p)
+        state_flags(p)
 
     worker = sub.add_parser("worker", help="serve one task of a cluster (and the master API)")
     worker.add_argument("--cluster", help="cluster spec: JSON or a path to a JSON file")
@@ -81,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument("--restart", action="store_true", help="restart a task or the master that dies, on the "
                        "same address, instead of stopping the cluster")
     connection_flags(local)
+    state_flags(local)
     shutdown = sub.add_parser("shutdown", help="stop a cluster cleanly through its master")
     shutdown.add_argument("target", help="the master, http://host:port")
     shutdown.add_argument("--token-file", help="file holding the cluster token (else ASYNCFLOW_TOKEN)")
@@ -118,11 +133,17 @@ def _options(args: argparse.Namespace) -> Any:
             raise _Fail(f"{flag} must be a positive number of seconds, got {value}")
     if args.max_connections_per_peer < 1:
         raise _Fail(f"--max-connections-per-peer must be at least 1, got {args.max_connections_per_peer}")
+    for flag, value in (("--session-idle-timeout", args.session_idle_timeout), ("--pull-timeout", args.pull_timeout),
+                        ("--step-start-timeout", args.step_start_timeout), ("--master-timeout", args.master_timeout)):
+        if not value > 0:
+            raise _Fail(f"{flag} must be a positive number of seconds, got {value}")
     return ServerOptions(host=args.host, token=token, max_body_bytes=int(args.max_body_mb * (1 << 20)),
                          heartbeat_interval_s=args.heartbeat_interval, heartbeat_timeout_s=args.heartbeat_timeout,
                          wait_for_workers_s=getattr(args, "wait_for_workers", 30.0),
                          head_timeout_s=args.head_timeout, idle_timeout_s=args.idle_timeout,
-                         max_connections_per_peer=args.max_connections_per_peer)
+                         max_connections_per_peer=args.max_connections_per_peer,
+                         session_idle_s=args.session_idle_timeout, pull_timeout_s=args.pull_timeout,
+                         step_start_timeout_s=args.step_start_timeout, master_timeout_s=args.master_timeout)
 
 
 def _cluster(text: str) -> Any:
@@ -207,6 +228,8 @@ def _local(args: argparse.Namespace) -> int:
     extra = ["--token-file", args.token_file] if args.token_file else []
     extra += ["--head-timeout", str(args.head_timeout), "--idle-timeout", str(args.idle_timeout),
               "--max-connections-per-peer", str(args.max_connections_per_peer)]
+    extra += ["--session-idle-timeout", str(args.session_idle_timeout), "--pull-timeout", str(args.pull_timeout),
+              "--step-start-timeout", str(args.step_start_timeout), "--master-timeout", str(args.master_timeout)]
     base = [sys.executable, "-m", "asyncflow.cli"]
     # (label, address, command) per child; a restarted child gets the same command, hence the same address.
     plans = [(f"job={job} task={i}", address, base + ["worker", "--cluster", text, "--job", job, "--task", str(i)]

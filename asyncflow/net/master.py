@@ -5,6 +5,15 @@ State: `sessions` (handle -> `MasterSession`: the client's graph as documents, r
 feeds, fetches, targets), each holding its partitions as registered with the workers), and
 `health` (task -> last heartbeat, incarnation, the error that marks it dead).
 
+Every session holds a lease: each request naming it (extend, callables, run, `touch_session`, the
+client's keepalive between steps) renews it, and a session no request has named for
+`session_idle_s` (`--session-idle-timeout`, 300 s by default) while none of its requests is in
+progress is collected by the heartbeat loop, as if closed: its client was killed or cut off. Closing
+or collecting a session deregisters its graphs on the workers. Those graphs are registered under
+this master's `owner_id` (while it heartbeats), so a worker that stops hearing from it (it was
+killed) drops them itself after its `--master-timeout`; a worker that dropped a partition answers
+its next run with AbortedError (`NO_PARTITION`), and the callable is re-planned on the run after.
+
 A step (`run`) sends one request per partition's worker, all at once; feeds go to the
 partitions that consume them and the fetches come back as the workers encoded them (the
 master never decodes them). The first error aborts the step on every worker; the master waits
@@ -30,11 +39,13 @@ and the master hands them on to the client the same way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import logging
 import random
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,11 +57,14 @@ from asyncflow.exec.step_stats import ClockFilter, DeviceStepStats, StatsError, 
 from asyncflow.graph import Graph, Operation, Tensor
 from asyncflow.net import wire
 from asyncflow.net.http import AsyncClient, PeerUnavailable
-from asyncflow.net.worker import WorkerService, response_error
+from asyncflow.net.worker import NO_PARTITION, WorkerService, response_error
 from asyncflow.serialization import graph_to_parts, import_graph_def
 from asyncflow.train.cluster import ClusterSpec
 
 ABORT_GRACE_S = 5.0
+SESSION_IDLE_S = 300.0  # a session no client request has named for this long is collected (`--session-idle-timeout`)
+
+log = logging.getLogger("asyncflow")
 # Every answer of a master carries its incarnation (random, new at each start; also in /healthz as
 # "master_incarnation"): a client whose session handle meets another incarnation knows the master restarted.
 INCARNATION_HEADER = "X-Asyncflow-Master-Incarnation"
@@ -75,9 +89,10 @@ class HttpWorker:
             raise wire.to_op_error(wire.from_obj(wire.ErrorInfo, obj["error"]))
         return obj
 
-    async def register(self, req: wire.RegisterGraph, buffers: Sequence[Any]) -> str:
-        obj = await self._json("POST", "/v1/worker/graphs", wire.frame_chunks(req, [[b] for b in buffers]),
-                               wire.FRAME_CONTENT_TYPE, timeout=120.0)
+    async def register(self, req: wire.RegisterGraph, buffers: Sequence[Any], owner: str = "") -> str:
+        path = f"/v1/worker/graphs?master={owner}" if owner else "/v1/worker/graphs"
+        obj = await self._json("POST", path, wire.frame_chunks(req, [[b] for b in buffers]), wire.FRAME_CONTENT_TYPE,
+                               timeout=120.0)
         return wire.from_obj(wire.GraphRegistered, obj).handle
 
     async def run(self, handle: str, req: wire.RunGraph, feeds: Sequence[Any], stats: list | None = None) -> list[Any]:
@@ -113,9 +128,10 @@ class HttpWorker:
         await self._json("POST", f"/v1/worker/abort/{step_id}", [wire.dumps(wire.AbortStep(info))],
                          "application/json", timeout=10.0)
 
-    async def status(self, timeout: float) -> wire.WorkerStatus:
+    async def status(self, timeout: float, owner: str = "") -> wire.WorkerStatus:
         sent = time.time_ns()
-        status = wire.from_obj(wire.WorkerStatus, await self._json("GET", "/v1/worker/status", timeout=timeout))
+        path = f"/v1/worker/status?master={owner}" if owner else "/v1/worker/status"
+        status = wire.from_obj(wire.WorkerStatus, await self._json("GET", path, timeout=timeout))
         if status.clock_ns:
             self.clock.add(sent, status.clock_ns, status.clock_ns, time.time_ns())
         return status
@@ -134,8 +150,8 @@ class LocalWorker:
         self.task = service.task_name
         self.service = service
 
-    async def register(self, req: wire.RegisterGraph, buffers: Sequence[Any]) -> str:
-        return self.service.register_graph(req, buffers).handle
+    async def register(self, req: wire.RegisterGraph, buffers: Sequence[Any], owner: str = "") -> str:
+        return self.service.register_graph(req, buffers, owner).handle
 
     async def run(self, handle: str, req: wire.RunGraph, feeds: Sequence[Any], stats: list | None = None) -> list[Any]:
         req.tensors = [d for d, _ in feeds]
@@ -154,8 +170,8 @@ class LocalWorker:
     async def abort(self, step_id: int, info: wire.ErrorInfo) -> None:
         self.service.abort(step_id, info)
 
-    async def status(self, timeout: float) -> wire.WorkerStatus:
-        return self.service.status()
+    async def status(self, timeout: float, owner: str = "") -> wire.WorkerStatus:
+        return self.service.status(owner)
 
     async def reset(self, containers: list[str]) -> None:
         self.service.reset(containers)
@@ -180,6 +196,7 @@ class _Callable:
     parts: list[_PartRun]
     fetch_sources: list[tuple[int, int]]  # (-1, feed index) or (part index, fetch index)
     incarnations: dict[str, int]
+    stale: bool = False  # a worker no longer has one of its partitions: re-planned on the next run
 
     @property
     def single(self) -> bool:
@@ -214,7 +231,8 @@ class MasterSession:
     callables: dict[int, _Callable] = field(default_factory=dict)
     by_key: dict[tuple, int] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    last_used: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=time.monotonic)  # its lease: renewed by every request naming it
+    active: int = 0  # requests of it in progress (a session in use is never idle, however long a step takes)
     incarnations: dict[str, int] = field(default_factory=dict)  # of the tasks its plans used, as it last saw them
 
     def extend(self, header: dict, buffers: Sequence[Any]) -> None:
@@ -244,7 +262,7 @@ class MasterService:
 
     def __init__(self, cluster: ClusterSpec, token: bytes | None = None, local: WorkerService | None = None,
                  heartbeat_interval_s: float = 1.0, heartbeat_timeout_s: float = 10.0,
-                 session_idle_s: float = 86400.0):
+                 session_idle_s: float = SESSION_IDLE_S):
         self.cluster = cluster
         self.workers: dict[str, Any] = {}
         for job, index, address in cluster.tasks():
@@ -262,6 +280,10 @@ class MasterService:
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.session_idle_s = session_idle_s  # a session no client used for this long is closed
+        # The id this master registers its graphs under: a worker drops them once it has not heard from it
+        # (heartbeats, runs) for its --master-timeout, e.g. after this process was killed.
+        self.owner_id = secrets.token_hex(8)
+        self._collecting: set[asyncio.Task] = set()  # deregistrations of collected sessions' graphs
         now = time.monotonic()
         self.last_ok = {t: now for t in self.workers}
         self.incarnation: dict[str, int] = {}
@@ -271,7 +293,8 @@ class MasterService:
         self._ids = itertools.count(1)
         self._heartbeat: asyncio.Task | None = None
         self.on_shutdown: Any = None
-        self.counters = {"master_steps_total": 0, "master_step_errors_total": 0, "sessions_created_total": 0}
+        self.counters = {"master_steps_total": 0, "master_step_errors_total": 0, "sessions_created_total": 0,
+                         "sessions_collected_total": 0}
 
     # -- lifetime --------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -283,6 +306,9 @@ class MasterService:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
             self._heartbeat = None
+        for job in list(self._collecting):
+            job.cancel()
+        await asyncio.gather(*self._collecting, return_exceptions=True)
         for w in self.workers.values():
             if isinstance(w, HttpWorker):
                 w.client.close()
@@ -310,8 +336,13 @@ class MasterService:
         job, _, rest = task[len("/job:"):].partition("/replica:0/task:")
         return self.cluster.task_address(job, int(rest))
 
+    def _owner(self) -> str:
+        """The owner id to register graphs and heartbeat under: none while this master does not heartbeat (its
+        workers could not tell it alive)."""
+        return self.owner_id if self._heartbeat is not None else ""
+
     async def _check(self, task: str, timeout: float) -> None:
-        status = await self.workers[task].status(timeout)
+        status = await self.workers[task].status(timeout, self._owner())
         self.last_ok[task] = time.monotonic()
         self.incarnation[task] = status.incarnation
         self.dead.pop(task, None)
@@ -321,9 +352,7 @@ class MasterService:
             await asyncio.sleep(self.heartbeat_interval_s)
             await asyncio.gather(*(self._beat(t) for t in self.workers))
             self._fail_steps_waiting_on_the_dead()
-            idle = [h for h, s in self.sessions.items() if time.monotonic() - s.last_used > self.session_idle_s]
-            for handle in idle:  # its client went away without closing it
-                await self.close_session(handle)
+            self.collect_idle_sessions()
 
     def _fail_steps_waiting_on_the_dead(self) -> None:
         """While a task is down, a step still running a heartbeat timeout after the death (or after it
@@ -367,12 +396,44 @@ class MasterService:
 
     # -- sessions --------------------------------------------------------------------------------------------
     def _session(self, handle: str) -> MasterSession:
+        """The session `handle`, its lease renewed; NotFoundError when closed, collected or never made here."""
         session = self.sessions.get(handle)
         if session is None:
             raise errors.NotFoundError(None, None, f"no session {handle!r} on this master (closed, idle for "
                                                    f"{self.session_idle_s:g} s, or the master restarted)")
         session.last_used = time.monotonic()
         return session
+
+    @contextlib.asynccontextmanager
+    async def _using(self, handle: str) -> AsyncIterator[MasterSession]:
+        """The session for one request: never collected while the request lasts, its lease renewed at both ends."""
+        session = self._session(handle)
+        session.active += 1
+        try:
+            yield session
+        finally:
+            session.active -= 1
+            session.last_used = time.monotonic()
+
+    def touch_session(self, handle: str) -> None:
+        """Renews the lease of an open session its client is not running steps with (NotFoundError if gone)."""
+        self._session(handle)
+
+    def collect_idle_sessions(self) -> list[str]:
+        """Closes the sessions no request has named for `session_idle_s` (their client went away without
+        closing them: killed, or cut off) and deregisters their graphs in the background; their handles."""
+        now = time.monotonic()
+        idle = [h for h, s in self.sessions.items() if s.active == 0 and now - s.last_used > self.session_idle_s]
+        for handle in idle:
+            session = self.sessions.pop(handle)
+            self.counters["sessions_collected_total"] += 1
+            log.info("collected session %s: no request for %.0f s (idle deadline %g s)", handle,
+                     now - session.last_used, self.session_idle_s)
+            job = asyncio.get_running_loop().create_task(self._drop_callables(session, list(session.callables
+                                                                                            .values())))
+            self._collecting.add(job)
+            job.add_done_callback(self._collecting.discard)
+        return idle
 
     def create_session(self, req: wire.CreateSession, buffers: Sequence[Any]) -> wire.SessionCreated:
         if req.config.compression not in wire.COMPRESSIONS:
@@ -421,7 +482,10 @@ class MasterService:
 
     # -- planning --------------------------------------------------------------------------------------------
     async def make_callable(self, handle: str, req: wire.MakeCallable) -> wire.CallableMade:
-        session = self._session(handle)
+        async with self._using(handle) as session:
+            return await self._make_callable(session, req)
+
+    async def _make_callable(self, session: MasterSession, req: wire.MakeCallable) -> wire.CallableMade:
         key = (session.version, tuple(req.feeds), tuple(req.fetches), tuple(req.targets))
         async with session.lock:
             if key in session.by_key:
@@ -465,7 +529,7 @@ class MasterService:
             header, buffers = graph_to_parts(p.graph)
             req = wire.RegisterGraph(session.handle, header, [t.name for t in p.feeds], [t.name for t in p.fetches],
                                      p.target_names)
-            jobs.append(self.workers[process_of(p.device)].register(req, buffers))
+            jobs.append(self.workers[process_of(p.device)].register(req, buffers, self._owner()))
         handles = await asyncio.gather(*jobs, return_exceptions=True)
         parts = []
         for p, h in zip(pg.partitions, handles):
@@ -507,10 +571,23 @@ class MasterService:
         when one remote partition answers the whole step, its StepDone frame as it came (memoryview).
         With `stats` (a list), the step is traced: every partition's DeviceStepStats, on this process's
         clock, is appended to it."""
-        session = self._session(handle)
+        async with self._using(handle) as session:
+            try:
+                return await self._run(session, callable_id, feeds, timeout_ms, stats)
+            except errors.AbortedError as e:
+                c = session.callables.get(callable_id)
+                if c is not None and NO_PARTITION in str(e):  # a worker dropped it, or restarted unseen yet
+                    c.stale = True
+                    for task in {p.task for p in c.parts}:  # a restart is told to the session, as always
+                        with contextlib.suppress(errors.OpError, PeerUnavailable, TimeoutError):
+                            await self._check(task, 2.0)
+                raise
+
+    async def _run(self, session: MasterSession, callable_id: int, feeds: Sequence[Any], timeout_ms: int,
+                   stats: list | None) -> Any:
         c = session.callables.get(callable_id)
         if c is None:
-            raise errors.NotFoundError(None, None, f"no callable {callable_id} in session {handle}")
+            raise errors.NotFoundError(None, None, f"no callable {callable_id} in session {session.handle}")
         if len(feeds) != len(c.key[1]):
             raise errors.InvalidArgumentError(None, None, f"callable {callable_id} takes {len(c.key[1])} feeds, got "
                                                           f"{len(feeds)}")
@@ -518,9 +595,9 @@ class MasterService:
             if p.task in self.dead:
                 raise self.dead[p.task]
         changed = [t for t, inc in c.incarnations.items() if self.incarnation.get(t) != inc]
-        if changed:
+        if changed or c.stale:
             self._notice_restarts(session, changed)
-            async with session.lock:  # a worker restarted: its partitions (and keys) are rebuilt
+            async with session.lock:  # a worker restarted or dropped them: its partitions (and keys) are rebuilt
                 if session.callables.get(callable_id) is c:
                     await self._drop_callables(session, [c])
                     c = await self._plan(session, c.key, callable_id)

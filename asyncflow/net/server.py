@@ -59,6 +59,11 @@ class ServerOptions:
     heartbeat_interval_s: float = 1.0
     heartbeat_timeout_s: float = 10.0
     wait_for_workers_s: float = 30.0
+    # Deadlines of per-step, per-graph and per-session state (asyncflow.net.steps, WorkerService, MasterService).
+    pull_timeout_s: float = 3600.0  # the longest a pull waits for its tensor
+    step_start_timeout_s: float = 60.0  # the longest a pull waits for a step that has not started on the task
+    master_timeout_s: float = 600.0  # a worker drops the graphs of a master silent for this long
+    session_idle_s: float = 300.0  # the master collects a session no client request named for this long
 
 
 def is_loopback(host: str) -> bool:
@@ -191,6 +196,10 @@ def add_master_routes(app: web.Application, master: MasterService, task: str) ->
         await master.close_session(request.match_info["handle"])
         return json_response({})
 
+    async def touch(request: web.Request) -> web.Response:  # an open session's lease, renewed between steps
+        master.touch_session(request.match_info["handle"])
+        return json_response({})
+
     async def reset(request: web.Request) -> web.Response:
         req = wire.loads(await request.read() or b"{}", wire.Reset)
         await master.reset(req.containers)
@@ -216,6 +225,7 @@ def add_master_routes(app: web.Application, master: MasterService, task: str) ->
     app.router.add_post("/v1/master/sessions/{handle}/callables", make_callable)
     app.router.add_post("/v1/master/sessions/{handle}/run", run)
     app.router.add_post("/v1/master/sessions/{handle}/close", close)
+    app.router.add_post("/v1/master/sessions/{handle}/touch", touch)
     app.router.add_post("/v1/master/reset", reset)
     app.router.add_get("/v1/master/devices", devices)
     app.router.add_get("/v1/master/tasks", tasks)
@@ -277,11 +287,12 @@ class TaskServer:
             self.port = port
         else:
             address = cluster.task_address(job, task)
-            self.worker = WorkerService(cluster, job, task, options.token)
+            self.worker = WorkerService(cluster, job, task, options.token, options.pull_timeout_s,
+                                        options.step_start_timeout_s, master_timeout_s=options.master_timeout_s)
             self.task_label = (job, task)
             self.port = port if port is not None else int(address.rpartition(":")[2])
         self.master = MasterService(cluster, options.token, self.worker, options.heartbeat_interval_s,
-                                    options.heartbeat_timeout_s)
+                                    options.heartbeat_timeout_s, options.session_idle_s)
         self.stopped = asyncio.Event()
         for service in (self.worker, self.master):
             if service is not None:

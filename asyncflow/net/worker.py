@@ -3,21 +3,27 @@
 `WorkerService` is plain async logic (the master in the same process calls it directly);
 `add_routes` puts it on an aiohttp app under `/v1/worker/`:
 
-  POST   /v1/worker/graphs                    register a partition (frame: RegisterGraph + buffers)
+  POST   /v1/worker/graphs[?master=ID]        register a partition (frame: RegisterGraph + buffers), owned
+                                              by the master ID when given
   POST   /v1/worker/graphs/{handle}/run       run it for a step id (frame: RunGraph + feeds) -> fetches
   DELETE /v1/worker/graphs/{handle}           drop it
   GET    /v1/worker/tensors/{step_id}/{key}   a receiver's pull: answered when the tensor exists
   POST   /v1/worker/tensors/{step_id}         a batched pull of small tensors (PullTensors): answered
                                               with those ready, once at least one is (TensorsServed)
   POST   /v1/worker/abort/{step_id}           fail the step here with the root cause
-  GET    /v1/worker/status                    heartbeat: task, incarnation, load
+  GET    /v1/worker/status[?master=ID]        heartbeat: task, incarnation, load (the master ID is alive)
   POST   /v1/worker/reset                     clear the containers (Session.reset)
 
 State: `resources`, the one container of variables and kernel state that every partition and
 every session on this task shares (so clients share the PS variables); `graphs`, handle ->
-compiled plan; `steps`, step id -> `_StepState` (its rendezvous and running executor steps),
+compiled plan; `steps`, step id -> `StepState` (its rendezvous and running executor steps),
 created by whichever arrives first, the run or a peer's pull; `finished`, recently finished or
-aborted step ids, so late pulls and runs for them fail at once.
+aborted step ids, so late pulls and runs for them fail at once. Every entry has an owner and a
+deadline (`asyncflow.net.steps`): a step a run owns ends with its runs; one that only pulls created
+(the step has not started here) ends with its last pull, its abort, or `step_start_timeout_s`, and
+a peer holds at most `max_unstarted_steps_per_peer` of those (HTTP 429 beyond). A graph registered
+by a master that heartbeats is dropped when that master closes its session, or once this task has
+not heard from the master (heartbeat, run) for `master_timeout_s`.
 
 Pulls of small tensors (static shape, at most `wire.INLINE_MAX_BYTES`: a model's variables and
 gradients, control tokens) are batched: the `_Recv` kernels that start in the same turn of the
@@ -36,14 +42,15 @@ refused, so a restarted worker never serves a stale transfer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
+import logging
 import random
 import secrets
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
@@ -55,12 +62,13 @@ from asyncflow import errors
 from asyncflow.exec.executor import Plan, Step, compile_plan
 from asyncflow.exec.frames import FrameStep
 from asyncflow.exec.partition import process_of
-from asyncflow.exec.rendezvous import RecvSpec, Rendezvous, check_received
+from asyncflow.exec.rendezvous import RecvSpec
 from asyncflow.exec.resources import ResourceContainer
 from asyncflow.exec.step_stats import device_step_stats, to_obj
 from asyncflow.graph import Graph
 from asyncflow.net import wire
 from asyncflow.net.http import AsyncClient, PeerUnavailable
+from asyncflow.net.steps import Aborted, PullWatch, StepState, StepTable, TooManySteps, WorkerRendezvous
 from asyncflow.ops import comm
 from asyncflow.serialization import import_graph_def
 from asyncflow.train.cluster import ClusterSpec
@@ -70,12 +78,10 @@ RAW_TENSOR = "application/x-asyncflow-tensor"  # small numeric tensors: raw byte
 TENSOR_HEADER = "X-Asyncflow-Tensor"
 _CHUNK = 4 << 20  # bytes per write of a pulled tensor: bounds what the transport buffers at once
 MAX_BATCH_KEYS = 4096  # keys in one batched pull
+MAX_MASTER_ID = 64  # characters of a master's id (`?master=`)
+NO_PARTITION = "has no partition"  # in the AbortedError of a run of a dropped partition: the master re-plans
 
-
-class _Aborted(errors.AbortedError):
-    """A step failing here because of an error elsewhere: derived, never the root cause."""
-
-    derived = True
+log = logging.getLogger("asyncflow")
 
 
 @dataclass
@@ -85,120 +91,15 @@ class _Registered:
     feed_dtypes: list[Any]
     feed_shapes: list[Any]
     session: str
-
-
-class WorkerRendezvous(Rendezvous):
-    """One step's rendezvous on one worker: local sends wait for their pull, remote keys are pulled."""
-
-    def __init__(self, worker: WorkerService, step_id: int):
-        self._worker = worker
-        self._step_id = step_id
-        self._values: dict[str, Any] = {}
-        self._waiters: dict[str, asyncio.Future] = {}  # a pull or a local recv waiting for a send
-        self._notify: dict[str, asyncio.Future] = {}  # a batched pull waiting for any of its keys
-        self._unconsumed: set[str] = set()
-        self._consumed = asyncio.Event()
-        self._consumed.set()
-        self.error: BaseException | None = None
-
-    def send(self, key: str, value: Any) -> None:
-        if self.error is not None:
-            return
-        waiter = self._waiters.pop(key, None)
-        if waiter is not None and not waiter.done():
-            waiter.set_result(value)
-            return
-        if key in self._values:
-            raise errors.InternalError(None, None, f"rendezvous key sent twice in step {self._step_id}: {key}")
-        self._values[key] = value
-        self._unconsumed.add(key)
-        self._consumed.clear()
-        notify = self._notify.pop(key, None)
-        if notify is not None and not notify.done():
-            notify.set_result(None)
-
-    def _pop(self, key: str) -> Any:
-        value = self._values.pop(key)
-        self._unconsumed.discard(key)
-        if not self._unconsumed:
-            self._consumed.set()
-        return value
-
-    def _check_unrequested(self, key: str) -> None:
-        if key in self._waiters or key in self._notify:
-            raise errors.InternalError(None, None, f"rendezvous key requested twice in step {self._step_id}: {key}")
-
-    async def take(self, key: str, timeout: float | None) -> Any:
-        """The value sent under `key` here (for a pull or a local recv), once it exists."""
-        if self.error is not None:
-            raise self.error
-        if key in self._values:
-            return self._pop(key)
-        self._check_unrequested(key)
-        waiter = self._waiters[key] = asyncio.get_running_loop().create_future()
-        try:
-            async with asyncio.timeout(timeout):
-                return await waiter
-        finally:
-            self._waiters.pop(key, None)
-
-    async def take_some(self, keys: Sequence[str], timeout: float | None) -> dict[str, Any]:
-        """The values of those of `keys` sent here, consumed: at least one (waits for the first to be
-        sent), and every other one already sent; the rest stay for a later request."""
-        if self.error is not None:
-            raise self.error
-        got = {k: self._pop(k) for k in keys if k in self._values}
-        if got:
-            return got
-        for k in keys:
-            self._check_unrequested(k)
-        waiter = asyncio.get_running_loop().create_future()
-        for k in keys:
-            self._notify[k] = waiter
-        try:
-            async with asyncio.timeout(timeout):
-                await waiter
-        finally:
-            for k in keys:
-                if self._notify.get(k) is waiter:
-                    del self._notify[k]
-        return {k: self._pop(k) for k in keys if k in self._values}
-
-    async def recv(self, key: str, spec: RecvSpec) -> Any:
-        task = _source_task(key)
-        if task == self._worker.task_name:
-            return check_received(await self.take(key, None), spec)
-        return check_received(await self._worker.pull(task, self._step_id, key, spec), spec, f" from {task}")
-
-    def abort(self, error: BaseException) -> None:
-        if self.error is None:
-            self.error = error
-        for waiter in [*self._waiters.values(), *self._notify.values()]:
-            if not waiter.done():
-                waiter.set_exception(error)
-        self._values.clear()
-        self._unconsumed.clear()
-        self._consumed.set()
-
-    async def wait_consumed(self, timeout: float | None) -> None:
-        if not self._consumed.is_set():
-            async with asyncio.timeout(timeout):
-                await self._consumed.wait()
-        if self.error is not None:
-            raise self.error
-
-
-class _StepState:
-    def __init__(self, worker: WorkerService, step_id: int):
-        self.rendezvous = WorkerRendezvous(worker, step_id)
-        self.running: list[Step] = []
+    master: str = ""  # the master that registered it ("": one that never goes away, e.g. in this process)
 
 
 class WorkerService:
     """The state and operations of one worker task (see the module docstring)."""
 
     def __init__(self, cluster: ClusterSpec, job: str, task: int, token: bytes | None = None,
-                 pull_timeout_s: float = 3600.0):
+                 pull_timeout_s: float = 3600.0, step_start_timeout_s: float = 60.0,
+                 max_unstarted_steps_per_peer: int = 1024, master_timeout_s: float = 600.0):
         self.cluster = cluster
         self.job, self.task = job, task
         self.task_name = f"/job:{job}/replica:0/task:{task}"
@@ -207,10 +108,11 @@ class WorkerService:
         self.incarnation = random.getrandbits(62) | 1
         self.resources = ResourceContainer(f"{job}:{task}")
         self.graphs: dict[str, _Registered] = {}
-        self.steps: dict[int, _StepState] = {}
-        self.finished: OrderedDict[int, BaseException | None] = OrderedDict()
         self.token = token
         self.pull_timeout_s = pull_timeout_s
+        self.master_timeout_s = master_timeout_s
+        self._masters: dict[str, float] = {}  # id of a master owning graphs here -> when last heard from
+        self._sweep: asyncio.TimerHandle | None = None
         self._lock = threading.Lock()  # the executor's scheduler lock (one thread: never contended)
         self._peers: dict[str, AsyncClient] = {}
         self._batches: dict[tuple[str, int], list[tuple[str, RecvSpec, asyncio.Future]]] = {}
@@ -219,12 +121,18 @@ class WorkerService:
         self._started = time.monotonic()
         self.counters = {"steps_total": 0, "step_errors_total": 0, "tensors_pulled_total": 0,
                          "pull_requests_total": 0, "bytes_pulled_total": 0, "tensors_served_total": 0,
-                         "bytes_served_total": 0}
+                         "bytes_served_total": 0, "graphs_collected_total": 0}
+        self.table = StepTable(self.task_name, lambda step_id: WorkerRendezvous(self.task_name, self.pull, step_id),
+                               self.counters, min(step_start_timeout_s, pull_timeout_s), max_unstarted_steps_per_peer)
+        self.steps = self.table.steps
+        self.finished = self.table.finished
         self.on_shutdown: Any = None
         self.wall_clock_ns = time.time_ns  # the clock of this task's step stats (tests skew it)
 
     # -- partitions ------------------------------------------------------------------------------------
-    def register_graph(self, req: wire.RegisterGraph, buffers: Sequence[Any]) -> wire.GraphRegistered:
+    def register_graph(self, req: wire.RegisterGraph, buffers: Sequence[Any], master: str = "") -> wire.GraphRegistered:
+        """Compiles and keeps a partition; `master` (its id, when it heartbeats) owns it: its graphs go once
+        this task has not heard from it for `master_timeout_s`."""
         graph = Graph()
         try:
             with graph.as_default():
@@ -242,37 +150,62 @@ class WorkerService:
         plan = compile_plan(fetches, targets, feeds, self.resources)
         handle = f"{next(self._handles)}-{secrets.token_hex(6)}"
         self.graphs[handle] = _Registered(plan, list(req.feeds), [t.dtype.base_dtype.as_numpy_dtype for t in feeds],
-                                          [t.shape for t in feeds], req.session)
+                                          [t.shape for t in feeds], req.session, master)
+        if master:
+            self._masters[master] = time.monotonic()
+            if self._sweep is None:
+                self._sweep = asyncio.get_running_loop().call_later(self._sweep_interval(), self._collect_graphs)
         return wire.GraphRegistered(handle)
 
     def deregister_graph(self, handle: str) -> None:
         self.graphs.pop(handle, None)
 
-    def _state(self, step_id: int) -> _StepState:
-        state = self.steps.get(step_id)
-        if state is None:
-            if step_id in self.finished:
-                error = self.finished[step_id] or _Aborted(None, None, f"step {step_id} has already finished on "
-                                                                       f"{self.task_name}")
-                raise error
-            state = self.steps[step_id] = _StepState(self, step_id)
-        return state
+    def registered(self, handle: str) -> _Registered:
+        """The partition `handle` (a run of it: its master is alive); AbortedError naming NO_PARTITION if gone."""
+        reg = self.graphs.get(handle)
+        if reg is None:
+            raise errors.AbortedError(None, None, f"{self.task_name} {NO_PARTITION} {handle!r} (the worker "
+                                                  f"restarted, the session was closed, or the master was silent for "
+                                                  f"over {self.master_timeout_s:g} s); the master re-registers")
+        if reg.master:
+            self.heard_from(reg.master)
+        return reg
 
-    def _finish(self, step_id: int, error: BaseException | None) -> None:
-        self.steps.pop(step_id, None)
-        self.finished[step_id] = error
-        while len(self.finished) > 20000:
-            self.finished.popitem(last=False)
+    def heard_from(self, master: str) -> None:
+        """`master` (a heartbeat, a run of one of its graphs) is alive: its graphs stay."""
+        if master in self._masters:
+            self._masters[master] = time.monotonic()
+
+    def _sweep_interval(self) -> float:
+        return min(max(self.master_timeout_s / 4, 0.05), 5.0)
+
+    def _collect_graphs(self) -> None:
+        """Drops the graphs of every master silent for `master_timeout_s` (killed, or cut off: its sessions are
+        gone with it, and a master that comes back re-registers what it runs)."""
+        now = time.monotonic()
+        gone = {m for m, heard in self._masters.items() if now - heard > self.master_timeout_s}
+        if gone:
+            handles = [h for h, reg in self.graphs.items() if reg.master in gone]
+            for h in handles:
+                del self.graphs[h]
+            self.counters["graphs_collected_total"] += len(handles)
+            log.info("dropped %d graphs of %d masters silent for over %g s", len(handles), len(gone),
+                     self.master_timeout_s)
+        owners = {reg.master for reg in self.graphs.values()}
+        self._masters = {m: heard for m, heard in self._masters.items() if m in owners}
+        self._sweep = asyncio.get_running_loop().call_later(self._sweep_interval(), self._collect_graphs) \
+            if self._masters else None
+
+    def _state(self, step_id: int) -> StepState:
+        """The step's state for a run here (which then owns it)."""
+        return self.table.for_run(step_id)
 
     async def run_graph(self, handle: str, req: wire.RunGraph, feed_buffers: Sequence[Any],
                         stats: list | None = None) -> list[Any]:
         """Runs a registered partition for one step; returns its fetches (numpy) or raises the OpError.
         A traced step (`req.trace`) appends (its DeviceStepStats, [received, done] on `wall_clock_ns`) to `stats`."""
         received = self.wall_clock_ns()
-        reg = self.graphs.get(handle)
-        if reg is None:
-            raise errors.AbortedError(None, None, f"{self.task_name} has no partition {handle!r} (the worker "
-                                                  f"restarted or the session was closed); the master re-registers")
+        reg = self.registered(handle)
         if len(feed_buffers) != len(reg.feed_names):
             raise errors.InvalidArgumentError(None, None, f"partition {handle} takes {len(reg.feed_names)} feeds, "
                                                           f"got {len(feed_buffers)}")
@@ -317,20 +250,18 @@ class WorkerService:
             state.running.remove(step)
             if error is not None:
                 self.counters["step_errors_total"] += 1
-                state.rendezvous.abort(_Aborted(None, None, f"step {req.step_id} failed on {self.task_name}"))
+                state.rendezvous.abort(Aborted(None, None, f"step {req.step_id} failed on {self.task_name}"))
             if not state.running:
-                self._finish(req.step_id, None if error is None else state.rendezvous.error)
+                self.table.finish(req.step_id, state, None if error is None else state.rendezvous.error)
 
     def abort(self, step_id: int, info: wire.ErrorInfo) -> None:
         """Fails the step here: running kernels are cancelled, waiting pulls get a derived error."""
         cause = f"{info.message.splitlines()[0] if info.message else 'error'}" + \
                 (f" (on {info.task})" if info.task else "")
-        error = _Aborted(None, None, f"step {step_id} aborted on {self.task_name}: {cause}")
-        state = self.steps.get(step_id)
+        error = Aborted(None, None, f"step {step_id} aborted on {self.task_name}: {cause}")
+        state = self.table.abort(step_id, error)  # a step with nothing running here goes at once
         if state is None:
-            self._finish(step_id, error)
             return
-        state.rendezvous.abort(error)
         for step in list(state.running):
             step.cancel(f"step {step_id} aborted: {cause}")
 
@@ -449,12 +380,28 @@ class WorkerService:
             raise errors.AbortedError(None, None, f"stale transfer refused: {key} names incarnation "
                                                   f"{incarnation:x}, {self.task_name} is {self.incarnation:x}")
 
-    async def serve_tensor(self, step_id: int, key: str) -> Any:
+    @contextlib.contextmanager
+    def _pulling(self, step_id: int, peer: str, gone: Callable[[], bool] | None) -> Iterator[StepState]:
+        """The step's state for one pull from `peer` (see `asyncflow.net.steps`); while the step has not started
+        here, the pull ends when `gone()` says its peer disconnected."""
+        state = self.table.for_pull(step_id, peer)
+        state.pulls += 1
+        watch = PullWatch(gone) if gone is not None and not state.started else None
+        try:
+            yield state
+        finally:
+            if watch is not None:
+                watch.stop()
+            self.table.pull_ended(step_id, state)
+
+    async def serve_tensor(self, step_id: int, key: str, peer: str = "", gone: Callable[[], bool] | None = None) -> Any:
         """The value a peer pulls, once this task has sent it (refused for another incarnation)."""
         self._check_served(key)
-        return await self._state(step_id).rendezvous.take(key, self.pull_timeout_s)
+        with self._pulling(step_id, peer, gone) as state:
+            return await state.rendezvous.take(key, self.pull_timeout_s)
 
-    async def serve_tensors(self, step_id: int, req: wire.PullTensors) -> tuple[list[str], list[Any]]:
+    async def serve_tensors(self, step_id: int, req: wire.PullTensors, peer: str = "",
+                            gone: Callable[[], bool] | None = None) -> tuple[list[str], list[Any]]:
         """A batched pull: (keys, values) of those asked that are ready, once at least one is."""
         keys = req.keys
         if not keys or len(keys) > MAX_BATCH_KEYS or len(set(keys)) != len(keys) or \
@@ -465,12 +412,16 @@ class WorkerService:
             if compression not in wire.COMPRESSIONS:
                 raise wire.WireError(f"unknown compression {compression!r} for {key}")
             self._check_served(key)
-        got = await self._state(step_id).rendezvous.take_some(keys, self.pull_timeout_s)
+        with self._pulling(step_id, peer, gone) as state:
+            got = await state.rendezvous.take_some(keys, self.pull_timeout_s)
         ready = [k for k in keys if k in got]
         return ready, [got[k] for k in ready]
 
     # -- status ------------------------------------------------------------------------------------------
-    def status(self) -> wire.WorkerStatus:
+    def status(self, master: str = "") -> wire.WorkerStatus:
+        """This task's status; the heartbeat of `master` when named."""
+        if master:
+            self.heard_from(master)
         return wire.WorkerStatus(self.task_name, self.incarnation, len(self.steps), len(self.graphs),
                                  time.monotonic() - self._started, self.wall_clock_ns())
 
@@ -483,13 +434,11 @@ class WorkerService:
                 abort("its container was reset")
 
     def close(self) -> None:
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
         for client in self._peers.values():
             client.close()
-
-
-@functools.lru_cache(maxsize=65536)
-def _source_task(key: str) -> str:
-    return process_of(comm.parse_key(key)[0])
 
 
 @functools.lru_cache(maxsize=65536)
@@ -529,7 +478,7 @@ def response_error(response: Any, task: str) -> errors.OpError:
         pass
     kinds = {400: errors.InvalidArgumentError, 401: errors.UnauthenticatedError, 403: errors.PermissionDeniedError,
              404: errors.NotFoundError, 408: errors.DeadlineExceededError, 409: errors.AbortedError,
-             413: errors.ResourceExhaustedError}
+             413: errors.ResourceExhaustedError, 429: errors.ResourceExhaustedError}
     cls = kinds.get(response.status, errors.UnavailableError if response.status >= 500 else errors.UnknownError)
     return cls(None, None, f"{task} answered HTTP {response.status}: {response.text}")
 
@@ -566,15 +515,39 @@ async def write_chunks(request: web.Request, chunks: list[Any], content_type: st
     return response
 
 
+def _master_id(request: web.Request) -> str:
+    """The `?master=` id of a registration or a heartbeat ("" when absent); WireError when malformed."""
+    master = request.query.get("master", "")
+    if master and (len(master) > MAX_MASTER_ID or not master.isascii() or not master.replace("-", "").isalnum()):
+        raise wire.WireError(f"master id must be at most {MAX_MASTER_ID} letters, digits and '-', got {master!r:.80}")
+    return master
+
+
+def _peer_gone(request: web.Request) -> Callable[[], bool]:
+    """Whether the connection `request` came on has closed (aiohttp does not cancel a handler when it does)."""
+    return lambda: request.transport is None or request.transport.is_closing()
+
+
+def _pull_error(e: errors.OpError, task: str) -> web.Response:
+    if isinstance(e, TooManySteps):
+        return error_response(e, task, 429)
+    return error_response(e, task, 408 if isinstance(e, errors.DeadlineExceededError) else 409)
+
+
 def add_routes(app: web.Application, worker: WorkerService) -> None:
     async def register(request: web.Request) -> web.Response:
+        master = _master_id(request)
         req, buffers = wire.parse_frame(await request.read(), wire.RegisterGraph)
         try:
-            return json_response(worker.register_graph(req, buffers))
+            return json_response(worker.register_graph(req, buffers, master))
         except errors.OpError as e:
             return error_response(e, worker.task_name)
 
     async def run(request: web.Request) -> web.StreamResponse:
+        try:
+            worker.registered(request.match_info["handle"])
+        except errors.AbortedError as e:  # an HTTP error, so a master forwarding answers unread still sees it
+            return error_response(e, worker.task_name, 409)
         req, buffers = wire.parse_frame(await request.read(), wire.RunGraph)
         stats: list | None = [] if req.trace else None
         try:
@@ -602,14 +575,14 @@ def add_routes(app: web.Application, worker: WorkerService) -> None:
             compression = request.query.get("compression", "")
             if compression not in wire.COMPRESSIONS:
                 raise wire.WireError(f"unknown compression {compression!r}")
-            value = await worker.serve_tensor(step_id, key)
+            value = await worker.serve_tensor(step_id, key, request.remote or "", _peer_gone(request))
         except ValueError as e:
             return error_response(wire.WireError(str(e)), worker.task_name, 400)
         except TimeoutError:
             return error_response(errors.DeadlineExceededError(None, None, "tensor not produced in time"),
                                   worker.task_name, 408)
         except errors.OpError as e:
-            return error_response(e, worker.task_name, 409)
+            return _pull_error(e, worker.task_name)
         descriptor, chunks = wire.encode_value(value, compression)
         worker.counters["tensors_served_total"] += 1
         worker.counters["bytes_served_total"] += sum(c.view.nbytes if isinstance(c, wire.LazyBody) else
@@ -623,7 +596,7 @@ def add_routes(app: web.Application, worker: WorkerService) -> None:
         try:
             step_id = int(request.match_info["step_id"])
             req = wire.loads(await request.read(), wire.PullTensors)
-            keys, values = await worker.serve_tensors(step_id, req)
+            keys, values = await worker.serve_tensors(step_id, req, request.remote or "", _peer_gone(request))
         except ValueError as e:
             return error_response(e if isinstance(e, wire.WireError) else wire.WireError(str(e)), worker.task_name,
                                   400)
@@ -631,7 +604,7 @@ def add_routes(app: web.Application, worker: WorkerService) -> None:
             return error_response(errors.DeadlineExceededError(None, None, "tensors not produced in time"),
                                   worker.task_name, 408)
         except errors.OpError as e:
-            return error_response(e, worker.task_name, 409)
+            return _pull_error(e, worker.task_name)
         compression = dict(zip(req.keys, req.compression))
         descriptors, buffers = [], []
         for key, value in zip(keys, values):
@@ -653,7 +626,7 @@ def add_routes(app: web.Application, worker: WorkerService) -> None:
         return json_response({})
 
     async def status(request: web.Request) -> web.Response:
-        return json_response(worker.status())
+        return json_response(worker.status(_master_id(request)))
 
     async def reset(request: web.Request) -> web.Response:
         req = wire.loads(await request.read() or b"{}", wire.Reset)

@@ -1,0 +1,314 @@
+"""A worker's per-step state: each step's rendezvous, who owns it, and when it goes.
+
+`StepTable.steps` maps a step id to its `StepState`, created by whichever comes first here: the
+master's run of a partition of that step, or a peer's pull of a tensor that the step sends from here.
+
+- **Started** (a run created or adopted it): its runs own it. It goes when the last of them finishes
+  (`finish`); `finished` remembers the outcome of the latest `FINISHED_KEPT` steps, so late pulls and
+  late runs of a step fail at once, and a pull still waiting for a key the step never sent gets that
+  outcome too instead of waiting out its timeout.
+- **Unstarted** (a pull created it, no run has come here yet): the pulls waiting on it own it, and it is
+  charged to the peer whose pull created it. It goes when the last of its pulls ends (answered, timed
+  out, or cancelled because its peer disconnected: `PullWatch`), when the step is aborted, and at the
+  latest `start_timeout_s` after its creation if no run has adopted it by then (its pulls get
+  DeadlineExceededError and the step is remembered as failed). A peer holds at most
+  `max_unstarted_per_peer` such entries; a pull beyond that gets `TooManySteps` (HTTP 429) and creates
+  nothing. A legitimate pull waits in an unstarted entry only between the master sending a step's runs
+  and this task receiving its own, so both bounds are far from what a real step needs.
+
+What is reclaimed or refused is counted in `counters` (the worker's, exposed by `/metrics`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from asyncflow import errors
+from asyncflow.exec.partition import process_of
+from asyncflow.exec.rendezvous import RecvSpec, Rendezvous, check_received
+from asyncflow.ops import comm
+
+FINISHED_KEPT = 20000  # outcomes of finished steps remembered, so late arrivals fail at once
+WATCH_INTERVAL_S = 0.5  # how often a pull waiting for an unstarted step checks that its peer is still there
+
+
+class Aborted(errors.AbortedError):
+    """A step failing here because of an error elsewhere: derived, never the root cause."""
+
+    derived = True
+
+
+class TooManySteps(errors.ResourceExhaustedError):
+    """A peer holding its cap of unstarted steps asked for one more (HTTP 429)."""
+
+
+@functools.lru_cache(maxsize=65536)
+def source_task(key: str) -> str:
+    """The task that sends rendezvous key `key`."""
+    return process_of(comm.parse_key(key)[0])
+
+
+class WorkerRendezvous(Rendezvous):
+    """One step's rendezvous on one worker: local sends wait for their pull, remote keys are pulled
+    (`pull(task, step_id, key, spec)`, the worker's)."""
+
+    def __init__(self, task_name: str, pull: Callable[..., Any], step_id: int):
+        self._task_name = task_name
+        self._pull = pull
+        self._step_id = step_id
+        self._values: dict[str, Any] = {}
+        self._waiters: dict[str, asyncio.Future] = {}  # a pull or a local recv waiting for a send
+        self._notify: dict[str, asyncio.Future] = {}  # a batched pull waiting for any of its keys
+        self._unconsumed: set[str] = set()
+        self._consumed = asyncio.Event()
+        self._consumed.set()
+        self.error: BaseException | None = None
+
+    def send(self, key: str, value: Any) -> None:
+        if self.error is not None:
+            return
+        waiter = self._waiters.pop(key, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(value)
+            return
+        if key in self._values:
+            raise errors.InternalError(None, None, f"rendezvous key sent twice in step {self._step_id}: {key}")
+        self._values[key] = value
+        self._unconsumed.add(key)
+        self._consumed.clear()
+        notify = self._notify.pop(key, None)
+        if notify is not None and not notify.done():
+            notify.set_result(None)
+
+    def _pop(self, key: str) -> Any:
+        value = self._values.pop(key)
+        self._unconsumed.discard(key)
+        if not self._unconsumed:
+            self._consumed.set()
+        return value
+
+    def _check_unrequested(self, key: str) -> None:
+        if key in self._waiters or key in self._notify:
+            raise errors.InternalError(None, None, f"rendezvous key requested twice in step {self._step_id}: {key}")
+
+    def has_waiters(self) -> bool:
+        return bool(self._waiters or self._notify)
+
+    async def take(self, key: str, timeout: float | None) -> Any:
+        """The value sent under `key` here (for a pull or a local recv), once it exists."""
+        if self.error is not None:
+            raise self.error
+        if key in self._values:
+            return self._pop(key)
+        self._check_unrequested(key)
+        waiter = self._waiters[key] = asyncio.get_running_loop().create_future()
+        try:
+            async with asyncio.timeout(timeout):
+                return await waiter
+        finally:
+            self._waiters.pop(key, None)
+
+    async def take_some(self, keys: Sequence[str], timeout: float | None) -> dict[str, Any]:
+        """The values of those of `keys` sent here, consumed: at least one (waits for the first to be
+        sent), and every other one already sent; the rest stay for a later request."""
+        if self.error is not None:
+            raise self.error
+        got = {k: self._pop(k) for k in keys if k in self._values}
+        if got:
+            return got
+        for k in keys:
+            self._check_unrequested(k)
+        waiter = asyncio.get_running_loop().create_future()
+        for k in keys:
+            self._notify[k] = waiter
+        try:
+            async with asyncio.timeout(timeout):
+                await waiter
+        finally:
+            for k in keys:
+                if self._notify.get(k) is waiter:
+                    del self._notify[k]
+        return {k: self._pop(k) for k in keys if k in self._values}
+
+    async def recv(self, key: str, spec: RecvSpec) -> Any:
+        task = source_task(key)
+        if task == self._task_name:
+            return check_received(await self.take(key, None), spec)
+        return check_received(await self._pull(task, self._step_id, key, spec), spec, f" from {task}")
+
+    def abort(self, error: BaseException) -> None:
+        if self.error is None:
+            self.error = error
+        for waiter in [*self._waiters.values(), *self._notify.values()]:
+            if not waiter.done():
+                waiter.set_exception(error)
+        self._values.clear()
+        self._unconsumed.clear()
+        self._consumed.set()
+
+    async def wait_consumed(self, timeout: float | None) -> None:
+        if not self._consumed.is_set():
+            async with asyncio.timeout(timeout):
+                await self._consumed.wait()
+        if self.error is not None:
+            raise self.error
+
+
+class StepState:
+    """One step on this task: its rendezvous, its running partitions, and (unstarted) who holds it."""
+
+    __slots__ = ("rendezvous", "running", "owner", "pulls", "expiry")
+
+    def __init__(self, rendezvous: WorkerRendezvous, owner: str | None):
+        self.rendezvous = rendezvous
+        self.running: list[Any] = []  # the executor steps of its partitions running here
+        self.owner = owner  # the peer charged for it while unstarted; None once a run owns it
+        self.pulls = 0  # pulls waiting on it now
+        self.expiry: asyncio.TimerHandle | None = None  # its deadline while unstarted
+
+    @property
+    def started(self) -> bool:
+        return self.owner is None
+
+
+class StepTable:
+    """The steps of one worker task (see the module docstring)."""
+
+    def __init__(self, task_name: str, new_rendezvous: Callable[[int], WorkerRendezvous], counters: dict[str, int],
+                 start_timeout_s: float = 60.0, max_unstarted_per_peer: int = 1024):
+        if start_timeout_s <= 0 or max_unstarted_per_peer < 1:
+            raise ValueError(f"step table of {task_name}: start_timeout_s must be > 0 and max_unstarted_per_peer "
+                             f">= 1, got {start_timeout_s} and {max_unstarted_per_peer}")
+        self.task_name = task_name
+        self.steps: dict[int, StepState] = {}
+        self.finished: OrderedDict[int, BaseException | None] = OrderedDict()
+        self.start_timeout_s = start_timeout_s
+        self.max_unstarted_per_peer = max_unstarted_per_peer
+        self.unstarted_by_peer: dict[str, int] = {}
+        self._new_rendezvous = new_rendezvous
+        self.counters = counters
+        for name in ("unstarted_steps_expired_total", "unstarted_steps_released_total",
+                     "unstarted_steps_aborted_total", "step_pulls_refused_total"):
+            counters.setdefault(name, 0)
+
+    def _check_not_finished(self, step_id: int) -> None:
+        if step_id in self.finished:
+            raise self.finished[step_id] or Aborted(None, None, f"step {step_id} has already finished on "
+                                                                f"{self.task_name}")
+
+    def for_run(self, step_id: int) -> StepState:
+        """The step's state for a run of one of its partitions here, which owns it from now on."""
+        state = self.steps.get(step_id)
+        if state is None:
+            self._check_not_finished(step_id)
+            state = self.steps[step_id] = StepState(self._new_rendezvous(step_id), None)
+        elif not state.started:
+            self._uncharge(state)
+        return state
+
+    def for_pull(self, step_id: int, peer: str) -> StepState:
+        """The step's state for a pull from `peer`: an unstarted one (charged to `peer`) if the step has not
+        come here yet; TooManySteps when `peer` already holds its cap of those."""
+        state = self.steps.get(step_id)
+        if state is not None:
+            return state
+        self._check_not_finished(step_id)
+        held = self.unstarted_by_peer.get(peer, 0)
+        if held >= self.max_unstarted_per_peer:
+            self.counters["step_pulls_refused_total"] += 1
+            raise TooManySteps(None, None, f"{peer or 'this peer'} already waits on {held} steps that have not "
+                                           f"started on {self.task_name} (the cap per peer): pull for step "
+                                           f"{step_id} refused")
+        state = self.steps[step_id] = StepState(self._new_rendezvous(step_id), peer)
+        self.unstarted_by_peer[peer] = held + 1
+        state.expiry = asyncio.get_running_loop().call_later(self.start_timeout_s, self._expire, step_id, state)
+        return state
+
+    def pull_ended(self, step_id: int, state: StepState) -> None:
+        """A pull on `state` ended, however; an unstarted step no pull waits on any more goes."""
+        state.pulls -= 1
+        if state.pulls == 0 and not state.started and self.steps.get(step_id) is state:
+            self._drop(step_id, state, None, "released")
+
+    def finish(self, step_id: int, state: StepState, error: BaseException | None) -> None:
+        """The last partition of the step running here ended (`error`: the step's failure here, if any)."""
+        if self.steps.get(step_id) is state:
+            del self.steps[step_id]
+        self._remember(step_id, error)
+        if state.rendezvous.has_waiters():  # pulls of keys it never sent: nothing will come
+            state.rendezvous.abort(error or Aborted(None, None, f"step {step_id} finished on {self.task_name} "
+                                                                f"without sending what was pulled"))
+
+    def abort(self, step_id: int, error: BaseException) -> StepState | None:
+        """Fails the step's rendezvous with `error`; a step with nothing running here goes at once. Returns
+        the state whose running partitions the caller cancels (they finish it)."""
+        state = self.steps.get(step_id)
+        if state is None:
+            self._remember(step_id, error)
+            return None
+        state.rendezvous.abort(error)
+        if not state.running:
+            self._drop(step_id, state, error, "aborted")
+        return state
+
+    def _expire(self, step_id: int, state: StepState) -> None:
+        if self.steps.get(step_id) is state and not state.started:
+            error = errors.DeadlineExceededError(None, None, f"step {step_id} did not start on {self.task_name} "
+                                                             f"within {self.start_timeout_s:g} s of a pull for it")
+            self._drop(step_id, state, error, "expired")
+
+    def _drop(self, step_id: int, state: StepState, error: BaseException | None, why: str) -> None:
+        del self.steps[step_id]
+        if not state.started:
+            self._uncharge(state)
+            self.counters[f"unstarted_steps_{why}_total"] += 1
+        if error is not None:
+            state.rendezvous.abort(error)
+            self._remember(step_id, error)
+
+    def _uncharge(self, state: StepState) -> None:
+        if state.expiry is not None:
+            state.expiry.cancel()
+            state.expiry = None
+        held = self.unstarted_by_peer.get(state.owner, 0) - 1  # type: ignore[arg-type]
+        if held > 0:
+            self.unstarted_by_peer[state.owner] = held  # type: ignore[index]
+        else:
+            self.unstarted_by_peer.pop(state.owner, None)  # type: ignore[arg-type]
+        state.owner = None
+
+    def _remember(self, step_id: int, error: BaseException | None) -> None:
+        self.finished[step_id] = error
+        while len(self.finished) > FINISHED_KEPT:
+            self.finished.popitem(last=False)
+
+
+class PullWatch:
+    """While a pull waits for an unstarted step, checks every `WATCH_INTERVAL_S` whether its peer is gone
+    (`gone()`: its connection closed) and then cancels the waiting task, so the pull ends with it."""
+
+    def __init__(self, gone: Callable[[], bool]):
+        self._gone = gone
+        self._task = asyncio.current_task()
+        self._loop = asyncio.get_running_loop()
+        self._handle: asyncio.TimerHandle | None = self._loop.call_later(WATCH_INTERVAL_S, self._check)
+
+    def _check(self) -> None:
+        if self._gone():
+            self._handle = None
+            if self._task is not None:
+                self._task.cancel()
+        else:
+            self._handle = self._loop.call_later(WATCH_INTERVAL_S, self._check)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
+__all__ = ["StepTable", "StepState", "WorkerRendezvous", "TooManySteps", "Aborted", "PullWatch", "source_task"]
