@@ -350,6 +350,9 @@ class RemoteSession:
                 client, client.request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout), sent_under)
         except PeerUnavailable as e:
             raise await asyncio.to_thread(self._lost, Call(0.0, sent_under), e) from None
+        except TimeoutError:
+            raise errors.DeadlineExceededError(None, None, f"no answer from {self.target} within {timeout} s") \
+                from None
         except errors.AbortedError as e:
             if getattr(e, "master_restarted", False):
                 self._forget(*e.incarnations)  # type: ignore[attr-defined]

@@ -64,6 +64,9 @@ class WatchedClient(BlockingClient):
 
     def _acquire(self) -> tuple[socket.socket, bool]:
         sock, reused = super()._acquire()
+        while reused and _dropped(sock):  # the master closed it (it died, or restarted): a request on it is lost
+            sock.close()
+            sock, reused = super()._acquire()
         if not self.watch.attach(sock):  # the watch gave up on this request while it was connecting
             sock.close()
             raise PeerUnavailable("the request was abandoned by the heartbeat")
@@ -134,7 +137,8 @@ class Watch:
                 self._thread = threading.Thread(target=self._run, name=f"asyncflow-heartbeat-{self.target}",
                                                 daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif len(self._calls) == 1:  # the thread waits for a first call; with others it already wakes in time
+                self._cond.notify()
         return call
 
     def attach(self, sock: socket.socket) -> bool:
@@ -243,6 +247,21 @@ class Watch:
             elif now - last_ok >= self.timeout:
                 return self.silent(now - last_ok)
             await asyncio.sleep(max(0.0, sent + self.interval - loop.time()))
+
+
+def _dropped(sock: socket.socket) -> bool:
+    """Whether an idle keep-alive socket was closed by its peer (or has unexpected bytes): not to be reused."""
+    timeout = sock.gettimeout()
+    sock.settimeout(0.0)  # a socket with a timeout would wait for data first
+    try:
+        sock.recv(1, socket.MSG_PEEK)  # b"": closed; bytes: an answer nobody asked for
+        return True
+    except BlockingIOError:
+        return False  # nothing to read: still open
+    except OSError:
+        return True
+    finally:
+        sock.settimeout(timeout)
 
 
 def _healthz_incarnation(response: Response) -> int | None:

@@ -143,6 +143,38 @@ def test_a_plain_session_is_aborted_once_by_a_restarted_master_then_goes_on(loca
         call = sess.make_callable(bump)
         assert call() == 6.0
         assert "restarted job=master task=0" in procs.output(run.proc)
+        # The same from async code.
+        _kill_master(procs, run, wait=True)
+
+        async def steps() -> list:
+            with pytest.raises(af.errors.AbortedError, match="restarted"):
+                await sess.arun(bump)
+            return [await sess.arun(bump), await sess.arun(bump)]
+
+        assert asyncio.run(steps()) == [7.0, 8.0]
+        assert call() == 9.0
+
+
+def test_a_session_the_master_collected_is_recreated_and_the_step_runs(local):
+    procs, run = local
+    with af.Graph().as_default() as g:
+        with af.device("/job:ps/task:0"):
+            v = af.Variable(0.0, name="collected_v")
+        with af.device("/job:worker/task:0"):
+            bump = af.assign_add(v, 1.0)
+    with af.Session(run.target, graph=g, config=CONFIG) as sess:
+        sess.run(v.initializer)
+        assert sess.run(bump) == 1.0
+        remote = sess._remote
+        old = remote.handle
+        # What the master does to a session idle past its lease (--session-idle-timeout): it forgets the handle.
+        urllib.request.urlopen(urllib.request.Request(f"{run.target}/v1/master/sessions/{old}/close", data=b"",
+                                                      method="POST"), timeout=5).close()
+        assert sess.run(bump) == 2.0  # no error: nothing ran under the old handle, so the step simply runs
+        assert remote.handle not in (None, old)
+        urllib.request.urlopen(urllib.request.Request(f"{run.target}/v1/master/sessions/{remote.handle}/close",
+                                                      data=b"", method="POST"), timeout=5).close()
+        assert asyncio.run(sess.arun(bump)) == 3.0
 
 
 LAST_STEP = 16
