@@ -35,19 +35,13 @@ CONFIG = {"heartbeat_interval_in_ms": INTERVAL_MS, "heartbeat_timeout_in_ms": TI
 MASTER = "job=master task=0"
 
 
-def _start(procs) -> LocalRun:
-    run = start_local(procs, "--ps", "1", "--workers", "1", "--restart")
-    wait_until(lambda: bool(_read(procs, run) or run.target), 30, "asyncflow local's target line")
-    return run
-
-
 @pytest.fixture(scope="module")
 def local(tmp_path_factory):
     """One `asyncflow local --restart` cluster (a ps, a worker, the master) for the module's tests, which stop
     and kill its master; each test that reuses variable names clears the containers first."""
     procs = Processes(tmp_path_factory.mktemp("local"))
     try:
-        run = _start(procs)
+        run = start_local(procs, "--ps", "1", "--workers", "1", "--restart")
         yield procs, run
         _stop(run)
     finally:

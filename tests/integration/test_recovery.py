@@ -58,7 +58,8 @@ def start_local(procs, *args: str) -> LocalRun:
         if not run.spec:
             return False
         expected = sum(len(a) for a in run.spec.values()) + 1
-        return len(run.addresses) == expected and all(healthy(a) for a in run.addresses.values())
+        # The target line comes last, once the master answers (a client may connect when it reads it).
+        return len(run.addresses) == expected and bool(run.target) and all(healthy(a) for a in run.addresses.values())
 
     wait_until(ready, 60, "asyncflow local to start its cluster")
     return run
