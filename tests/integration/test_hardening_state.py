@@ -84,7 +84,7 @@ def _status_of(sock: socket.socket) -> int:
 
 
 def test_pulls_for_steps_that_never_run_leave_no_state(procs):
-    c = LocalCluster(procs, ps=1, workers=1, worker_args=("--step-start-timeout", "2"))
+    c = LocalCluster(procs, ps=1, workers=1, worker_args=("--step-start-timeout", "3"))
     ps = c.address("ps", 0)
     incarnation = json.loads(_get(ps, "/healthz"))["incarnation"]
     g, v, y = _graph()
@@ -114,19 +114,17 @@ def test_pulls_for_steps_that_never_run_leave_no_state(procs):
         assert _metric(ps, "steps_in_flight") == baseline
         assert _metric(ps, "unstarted_steps_expired_total") == 200
 
-        # Aborting the steps removes their entries at once (long before the deadline) and answers the pulls.
-        started = time.monotonic()
-        socks = _pull_requests(ps, incarnation, range(30_000, 30_200))
-        wait_until(lambda: _metric(ps, "steps_in_flight") == baseline + 200, 10, "the pulls to wait")
+        # Aborting the steps removes their entries at once (before their deadline: the pulls get 409, not 408).
+        socks = _pull_requests(ps, incarnation, range(30_000, 30_100))
+        wait_until(lambda: _metric(ps, "steps_in_flight") == baseline + 100, 10, "the pulls to wait")
         abort = wire.dumps(wire.AbortStep(wire.ErrorInfo(af.errors.CANCELLED, "client gone")))
-        for step in range(30_000, 30_200):
+        for step in range(30_000, 30_100):
             assert _post(ps, f"/v1/worker/abort/{step}", abort) == 200
         assert _metric(ps, "steps_in_flight") == baseline
-        assert time.monotonic() - started < 2.0, "the entries may have expired instead"
         assert {_status_of(s) for s in socks} == {409}
         for s in socks:
             s.close()
-        assert _metric(ps, "unstarted_steps_aborted_total") == 200
+        assert _metric(ps, "unstarted_steps_aborted_total") == 100
         assert sess.run(y) == np.float32(6.0)
         assert _metric(ps, "steps_in_flight") == baseline
 
@@ -149,7 +147,7 @@ time.sleep(600)
 
 
 def test_an_abandoned_session_is_collected_and_live_ones_are_not(procs):
-    idle_s = 2.0
+    idle_s = 3.0
     env = {k: val for k, val in os.environ.items() if k != "ASYNCFLOW_TOKEN"}
     # The client to abandon its session: started first, so its imports overlap the cluster's start.
     client = subprocess.Popen([sys.executable, "-c", _CLIENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
