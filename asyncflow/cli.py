@@ -3,7 +3,9 @@
   asyncflow worker --cluster SPEC --job NAME --task I [--host H] [--port P] [--token-file F]
   asyncflow master --cluster SPEC --port P [--host H] [--token-file F]
   asyncflow local --ps N --workers M [--port P] [--restart]
-  (worker, master and local also take --head-timeout S, --idle-timeout S, --max-connections-per-peer N)
+  (worker, master and local also take --head-timeout S, --idle-timeout S, --max-connections-per-peer N,
+   and with a token --auth-window S (default 30: a signature's validity and the clock skew tolerated) and
+   --auth-max-nonces N (default 500000: signed requests accepted per window, then 503))
   (and the state deadlines: --session-idle-timeout S (default 300: the master closes a session no client
    request named for that long), --pull-timeout S, --step-start-timeout S (a pull for a step that has not
    started on the task), --master-timeout S (a worker drops the graphs of a master silent that long))
@@ -53,6 +55,10 @@ def _parser() -> argparse.ArgumentParser:
                        "stays open (default 60; keep it above 30, the longest clients reuse an idle one)")
         p.add_argument("--max-connections-per-peer", type=int, default=256, help="open connections one peer "
                        "address may hold; past it, its oldest idle one is closed, else the new one (default 256)")
+        p.add_argument("--auth-window", type=float, default=30.0, help="seconds a signed request stays valid, "
+                       "and the clock skew tolerated between tasks each way (default 30)")
+        p.add_argument("--auth-max-nonces", type=int, default=500_000, help="signed requests accepted within one "
+                       "window; past it, 503 until the oldest leave it (default 500000)")
 
     def state_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--session-idle-timeout", type=float, default=300.0, help="seconds after which the master "
@@ -131,6 +137,10 @@ def _options(args: argparse.Namespace) -> Any:
     for flag, value in (("--head-timeout", args.head_timeout), ("--idle-timeout", args.idle_timeout)):
         if not value > 0:
             raise _Fail(f"{flag} must be a positive number of seconds, got {value}")
+    if not args.auth_window > 0:
+        raise _Fail(f"--auth-window must be a positive number of seconds, got {args.auth_window}")
+    if args.auth_max_nonces < 1:
+        raise _Fail(f"--auth-max-nonces must be at least 1, got {args.auth_max_nonces}")
     if args.max_connections_per_peer < 1:
         raise _Fail(f"--max-connections-per-peer must be at least 1, got {args.max_connections_per_peer}")
     for flag, value in (("--session-idle-timeout", args.session_idle_timeout), ("--pull-timeout", args.pull_timeout),
@@ -142,6 +152,7 @@ def _options(args: argparse.Namespace) -> Any:
                          wait_for_workers_s=getattr(args, "wait_for_workers", 30.0),
                          head_timeout_s=args.head_timeout, idle_timeout_s=args.idle_timeout,
                          max_connections_per_peer=args.max_connections_per_peer,
+                         auth_window_s=args.auth_window, auth_max_nonces=args.auth_max_nonces,
                          session_idle_s=args.session_idle_timeout, pull_timeout_s=args.pull_timeout,
                          step_start_timeout_s=args.step_start_timeout, master_timeout_s=args.master_timeout)
 
@@ -227,7 +238,8 @@ def _local(args: argparse.Namespace) -> int:
     text = orjson.dumps(spec).decode()
     extra = ["--token-file", args.token_file] if args.token_file else []
     extra += ["--head-timeout", str(args.head_timeout), "--idle-timeout", str(args.idle_timeout),
-              "--max-connections-per-peer", str(args.max_connections_per_peer)]
+              "--max-connections-per-peer", str(args.max_connections_per_peer),
+              "--auth-window", str(args.auth_window), "--auth-max-nonces", str(args.auth_max_nonces)]
     extra += ["--session-idle-timeout", str(args.session_idle_timeout), "--pull-timeout", str(args.pull_timeout),
               "--step-start-timeout", str(args.step_start_timeout), "--master-timeout", str(args.master_timeout)]
     base = [sys.executable, "-m", "asyncflow.cli"]

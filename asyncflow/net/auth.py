@@ -42,8 +42,8 @@ steady rate.
 
 The head alone authenticates (`verify_head`, before any of the body is read: unauthenticated
 requests never cost a body read), then `Signed.check_body` checks the body against the digest the
-signature covers. `ASYNCFLOW_AUTH_WINDOW_S` and `ASYNCFLOW_AUTH_MAX_NONCES` override the two
-limits of a server process (tests shrink them; `limits_from_env`).
+signature covers. A server process sets the two limits explicitly (`ServerOptions.auth_window_s` and
+`auth_max_nonces`, the flags `--auth-window` and `--auth-max-nonces`; tests shrink them).
 """
 
 from __future__ import annotations
@@ -67,8 +67,6 @@ IDENTITY_HEADER = "X-Asyncflow-Identity"  # "<task> <incarnation hex>", on /heal
 SCHEME = "AF2"
 WINDOW_S = 30.0  # validity of a signature and the clock skew tolerated, each way
 MAX_NONCES = 500_000  # nonces held at most (one window's worth of signed requests)
-WINDOW_ENV = "ASYNCFLOW_AUTH_WINDOW_S"
-MAX_NONCES_ENV = "ASYNCFLOW_AUTH_MAX_NONCES"
 _EMPTY_SHA256 = hashlib.sha256(b"").digest()
 
 
@@ -234,22 +232,6 @@ class Signed:
             raise AuthError("request body does not match the SHA-256 it was signed with")
 
 
-def limits_from_env() -> dict[str, float | int]:
-    """`window_s` and `max_nonces` for a server: `WINDOW_S`/`MAX_NONCES` unless their env overrides are set."""
-    out: dict[str, float | int] = {"window_s": WINDOW_S, "max_nonces": MAX_NONCES}
-    for key, name, kind in (("window_s", WINDOW_ENV, float), ("max_nonces", MAX_NONCES_ENV, int)):
-        raw = os.environ.get(name, "").strip()
-        if raw:
-            try:
-                value = kind(raw)
-            except ValueError:
-                value = 0
-            if not value > 0:
-                raise ValueError(f"{name} must be a positive {kind.__name__}, got {raw!r}")
-            out[key] = value
-    return out
-
-
 class Verifier:
     """Checks signed requests to one destination with one token; remembers nonces for the window."""
 
@@ -306,4 +288,4 @@ class Verifier:
 
 __all__ = ["HEADER", "IDENTITY_HEADER", "WINDOW_S", "MAX_NONCES", "AuthError", "ReplayError", "StaleIncarnation",
            "NonceCacheFull", "Destination", "NonceWindow", "Signed", "Verifier", "load_token", "sign", "body_digest",
-           "limits_from_env", "new_incarnation"]
+           "new_incarnation"]

@@ -348,6 +348,20 @@ def _recv_response(sock: socket.socket) -> Response:
     return Response(status, headers, body.toreadonly())
 
 
+def _still_open(sock: socket.socket) -> bool:
+    """False when the peer closed an idle socket (servers close idle keep-alive connections: `--idle-timeout`);
+    a request sent on it would fail, and a POST is not retried. An idle socket has nothing to read: EOF or an
+    error (a reset) means closed, and so does a byte nobody asked for."""
+    sock.setblocking(False)  # with a timeout set, recv would wait for data first (the caller sets its own)
+    try:
+        sock.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return True  # nothing to read: open
+    except OSError:
+        return False
+    return False  # b"" (EOF) or stray data
+
+
 class BlockingClient:
     """Keep-alive sockets to one `host:port`, usable from any thread (one request per socket at a time)."""
 
@@ -368,7 +382,7 @@ class BlockingClient:
         with self._lock:
             while self._idle:
                 sock, used = self._idle.pop()
-                if now - used < IDLE_S:
+                if now - used < IDLE_S and _still_open(sock):
                     return sock, True
                 sock.close()
         try:

@@ -56,6 +56,8 @@ class ServerOptions:
     head_timeout_s: float = 5.0  # a request head, once begun, must be whole within this
     idle_timeout_s: float = 60.0  # an idle keep-alive connection is closed after this (clients reuse theirs < 30 s)
     max_connections_per_peer: int = 256
+    auth_window_s: float = auth.WINDOW_S  # a signature's validity and the clock skew tolerated, each way
+    auth_max_nonces: int = auth.MAX_NONCES  # nonces held at most (then 503 until the oldest second expires)
     heartbeat_interval_s: float = 1.0
     heartbeat_timeout_s: float = 10.0
     wait_for_workers_s: float = 30.0
@@ -104,7 +106,8 @@ def _check_head(request: web.Request, limit: int, verifier: auth.Verifier | None
 
 def _guard(options: ServerOptions, task: str, incarnation: int) -> Any:
     # Signatures are bound to this task and incarnation, announced on /healthz (asyncflow.net.auth).
-    verifier = auth.Verifier(options.token, auth.Destination(task, incarnation), **auth.limits_from_env()) \
+    verifier = auth.Verifier(options.token, auth.Destination(task, incarnation),
+                             window_s=options.auth_window_s, max_nonces=options.auth_max_nonces) \
         if options.token is not None else None
 
     @web.middleware

@@ -2,8 +2,8 @@
 another task, a captured step replayed after a flood of signed requests, and a step from a client whose
 clock is ahead replayed once the server would have forgotten it.
 
-The servers run with a 3 s window and room for 40 nonces (`ASYNCFLOW_AUTH_WINDOW_S`,
-`ASYNCFLOW_AUTH_MAX_NONCES`): the defects' 300 s window and 200,001-request flood, scaled down so that a
+The servers run with a 3 s window and room for 40 nonces (`--auth-window`,
+`--auth-max-nonces`): the defects' 300 s window and 200,001-request flood, scaled down so that a
 test takes seconds. The arithmetic is the same: the replay comes after the request's arrival plus the
 window (when the old cache forgot it) but while its time is still valid.
 """
@@ -27,14 +27,15 @@ from tests.integration.conftest import LocalCluster, Processes, healthy, wait_un
 TOKEN = "s3cret"
 WINDOW_S = 3.0
 MAX_NONCES = 40
+AUTH_ARGS = ("--auth-window", str(WINDOW_S), "--auth-max-nonces", str(MAX_NONCES))
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     p = Processes(tmp_path_factory.mktemp("auth"))
     try:
-        yield LocalCluster(p, ps=1, workers=1, env={"ASYNCFLOW_TOKEN": TOKEN, auth.WINDOW_ENV: str(WINDOW_S),
-                                                    auth.MAX_NONCES_ENV: str(MAX_NONCES)})
+        yield LocalCluster(p, ps=1, workers=1, env={"ASYNCFLOW_TOKEN": TOKEN}, master_args=AUTH_ARGS,
+                           worker_args=AUTH_ARGS)
     finally:
         p.kill_all()
 
@@ -179,7 +180,7 @@ def test_a_restarted_task_refuses_its_old_incarnation_and_its_peers_sign_again(c
     cluster.tasks[("ps", 0)].kill()
     cluster.tasks[("ps", 0)].wait(10)
     cluster.tasks[("ps", 0)] = cluster.procs.start("worker", "--cluster", cluster.spec_json, "--job", "ps", "--task",
-                                                   "0", env=cluster.env)
+                                                   "0", *AUTH_ARGS, env=cluster.env)
     wait_until(lambda: healthy(ps), 30, "the ps to serve again")
     new = _identity(ps)
     assert new.task == old.task and new.incarnation != old.incarnation

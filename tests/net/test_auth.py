@@ -179,17 +179,24 @@ def test_many_requests_stay_within_the_cap():
     assert 0 < refused < 400
 
 
-def test_limits_from_env(monkeypatch):
-    monkeypatch.delenv(auth.WINDOW_ENV, raising=False)
-    monkeypatch.delenv(auth.MAX_NONCES_ENV, raising=False)
-    assert auth.limits_from_env() == {"window_s": auth.WINDOW_S, "max_nonces": auth.MAX_NONCES}
-    monkeypatch.setenv(auth.WINDOW_ENV, "3")
-    monkeypatch.setenv(auth.MAX_NONCES_ENV, "100")
-    assert auth.limits_from_env() == {"window_s": 3.0, "max_nonces": 100}
-    for value in ("0", "-1", "x", "1.5"):
-        monkeypatch.setenv(auth.MAX_NONCES_ENV, value)
-        with pytest.raises(ValueError, match=auth.MAX_NONCES_ENV):
-            auth.limits_from_env()
+def test_limits_are_explicit_options_and_flags():
+    from asyncflow.cli import _Fail, _options, _parser
+
+    assert (ServerOptions().auth_window_s, ServerOptions().auth_max_nonces) == (auth.WINDOW_S, auth.MAX_NONCES)
+    defaults = _options(_parser().parse_args(["master", "--cluster", "{}", "--port", "1"]))
+    assert (defaults.auth_window_s, defaults.auth_max_nonces) == (auth.WINDOW_S, auth.MAX_NONCES)
+    for command in (["master", "--cluster", "{}", "--port", "1"], ["worker"]):
+        opts = _options(_parser().parse_args(command + ["--auth-window", "3", "--auth-max-nonces", "100"]))
+        assert (opts.auth_window_s, opts.auth_max_nonces) == (3.0, 100)
+    for value in ("0", "-1"):
+        with pytest.raises(_Fail, match="--auth-max-nonces"):
+            _options(_parser().parse_args(["worker", "--auth-max-nonces", value]))
+        with pytest.raises(_Fail, match="--auth-window"):
+            _options(_parser().parse_args(["worker", "--auth-window", value]))
+    for value in ("x", "1.5"):  # not an int: argparse refuses it
+        with pytest.raises(SystemExit):
+            _parser().parse_args(["worker", "--auth-max-nonces", value])
+    assert _parser().parse_args(["local", "--auth-window", "3", "--auth-max-nonces", "100"]).auth_max_nonces == 100
 
 
 # -- clients against a guarded server ------------------------------------------------------------------------
