@@ -27,7 +27,7 @@ import numpy as np
 from asyncflow import dtypes
 from asyncflow.data import runtime_stages
 from asyncflow.data.functions import TracedFunction
-from asyncflow.data.structure import ElementSpec, flatten, is_nested, pack_as
+from asyncflow.data.structure import ElementSpec, HasElementSpec, flatten, is_nested, pack_as
 from asyncflow.graph import Tensor, get_default_graph, get_seed, name_scope
 from asyncflow.ops.registry import convert_to_tensor
 from asyncflow.shapes import TensorShape
@@ -40,7 +40,7 @@ def _shape_json(s: TensorShape) -> list | None:
     return None if s.ndims is None else s.as_list()
 
 
-class DatasetV1:
+class DatasetV1(HasElementSpec):
     """A dataset: `element_spec`, the TF1 transformations and iterator makers (module docstring)."""
 
     _op: str = "Dataset"
@@ -59,23 +59,6 @@ class DatasetV1:
             self._op = op
         self._name = get_default_graph().unique_name(self._op)
         self._options: dict[str, Any] = {}
-
-    # -- what the elements are -------------------------------------------------------------------------
-    @property
-    def element_spec(self) -> Any:
-        return self._spec.element_spec
-
-    @property
-    def output_types(self) -> Any:
-        return self._spec.output_types
-
-    @property
-    def output_shapes(self) -> Any:
-        return self._spec.output_shapes
-
-    @property
-    def output_classes(self) -> Any:
-        return self._spec.output_classes
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} '{self._name}' types: {self.output_types}, shapes: {self.output_shapes}>"

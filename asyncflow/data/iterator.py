@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from asyncflow.data.dataset import DatasetV1, build_program, in_process_only, register_program
-from asyncflow.data.structure import ElementSpec, same_structure
+from asyncflow.data.structure import ElementSpec, HasElementSpec, same_structure
 from asyncflow.graph import Operation, Tensor
 from asyncflow.ops import dataset_ops
 from asyncflow.ops.registry import convert_to_tensor
@@ -23,7 +23,7 @@ def _attrs(spec: ElementSpec) -> dict[str, Any]:
     return {"output_types": list(spec.component_types), "output_shapes": list(spec.component_shapes)}
 
 
-class Iterator:
+class Iterator(HasElementSpec):
     """An iterator over a dataset's elements (see the module docstring)."""
 
     def __init__(self, iterator_resource: Tensor, initializer: Operation | None, spec: ElementSpec):
@@ -90,22 +90,6 @@ class Iterator:
     def string_handle(self, name: str | None = None) -> Tensor:
         """A string scalar naming this iterator, to feed an iterator made `from_string_handle`."""
         return dataset_ops.iterator_to_string_handle(self._iterator_resource, name=name or "IteratorToStringHandle")
-
-    @property
-    def output_types(self) -> Any:
-        return self._spec.output_types
-
-    @property
-    def output_shapes(self) -> Any:
-        return self._spec.output_shapes
-
-    @property
-    def output_classes(self) -> Any:
-        return self._spec.output_classes
-
-    @property
-    def element_spec(self) -> Any:
-        return self._spec.element_spec
 
     def __repr__(self) -> str:
         return f"<af.data.Iterator {self._iterator_resource.op.name} types: {self.output_types}>"

@@ -205,6 +205,18 @@ def _restore_dense_shape(dense_shape: Tensor, shape: TensorShape) -> Tensor:
                   zip(pieces, shape.as_list())])
 
 
+class HasElementSpec:
+    """TF1's element properties (`output_types`, `output_shapes`, `output_classes`, `element_spec`) of a
+    dataset or an iterator: both hold their ElementSpec as `self._spec`."""
+
+    _spec: ElementSpec
+
+    element_spec = property(lambda self: self._spec.element_spec)
+    output_types = property(lambda self: self._spec.output_types)
+    output_shapes = property(lambda self: self._spec.output_shapes)
+    output_classes = property(lambda self: self._spec.output_classes)
+
+
 class ElementSpec:
     """What a dataset's elements look like: a structure, and a dtype, static shape and kind per leaf."""
 
