@@ -64,8 +64,10 @@ class Processes:
         log = open(self.log_dir / f"proc{self._n}.log", "wb")  # noqa: SIM115 - closed with the process
         full_env = {k: v for k, v in os.environ.items() if k not in ("ASYNCFLOW_CONFIG", "ASYNCFLOW_TOKEN")}
         full_env.update(env or {})
+        # Each child leads its own process group, so that kill_all also reaches what it started (the tasks
+        # of an `asyncflow local`), which a SIGKILL of the child alone would leave running.
         proc = subprocess.Popen([sys.executable, "-m", "asyncflow.cli", *args], stdout=log, stderr=subprocess.STDOUT,
-                                env=full_env, cwd=str(Path(__file__).resolve().parents[2]))
+                                env=full_env, cwd=str(Path(__file__).resolve().parents[2]), start_new_session=True)
         proc.log_path = log.name  # type: ignore[attr-defined]
         proc._log_file = log  # type: ignore[attr-defined]
         self.children.append(proc)
@@ -77,12 +79,11 @@ class Processes:
 
     def kill_all(self) -> None:
         for p in self.children:
-            if p.poll() is None:
+            for sig in (signal.SIGCONT, signal.SIGKILL):  # the group: the child and anything it started
                 try:
-                    os.kill(p.pid, signal.SIGCONT)
+                    os.killpg(p.pid, sig)
                 except OSError:
                     pass
-                p.kill()
         for p in self.children:
             try:
                 p.wait(timeout=10)
