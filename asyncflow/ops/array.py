@@ -102,7 +102,7 @@ def _prepare_const(k: Any) -> None:
 
 @op("Const", outputs="output: dtype", types={"dtype": ALL_TYPES}, attrs={"value": REQUIRED},
     shape=_const_shape, differentiable=False, prepare=_prepare_const, constant=True)
-async def const_op(k):
+def const_op(k):
     return k.output
 
 
@@ -114,7 +114,7 @@ def _fold_const(t: Tensor) -> np.ndarray:
 @op("Placeholder", outputs="output: dtype", types={"dtype": ALL_TYPES}, attrs={"shape": None},
     shape=lambda b: as_shape(b.attrs["shape"]) if b.attrs["shape"] is not None else unknown_shape(),
     differentiable=False)
-async def placeholder_op(k):
+def placeholder_op(k):
     from asyncflow import errors
 
     raise errors.InvalidArgumentError(
@@ -138,7 +138,7 @@ def _placeholder_with_default_shape(b: BuildContext) -> TensorShape:
 
 @op("PlaceholderWithDefault", inputs="input: dtype", outputs="output: dtype", types={"dtype": ALL_TYPES},
     attrs={"shape": REQUIRED}, shape=_placeholder_with_default_shape)
-async def placeholder_with_default_op(k, x):
+def placeholder_with_default_op(k, x):
     return x
 
 
@@ -153,7 +153,7 @@ def placeholder_with_default(input: Any, shape: Any, name: str | None = None) ->
 
 
 @op("Identity", inputs="input: T", outputs="output: T", types={"T": ALL_TYPES}, shape=same_as_input)
-async def identity_op(k, x):
+def identity_op(k, x):
     return x
 
 
@@ -173,7 +173,7 @@ def identity(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
 
 @op("StopGradient", inputs="input: T", outputs="output: T", types={"T": ALL_TYPES}, shape=same_as_input,
     differentiable=False)
-async def stop_gradient_op(k, x):
+def stop_gradient_op(k, x):
     return x
 
 
@@ -186,7 +186,7 @@ def stop_gradient(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
 @op("Shape", inputs="input: T", outputs="output: out_type", types={"T": ALL_TYPES, "out_type": INDEX},
     type_defaults={"out_type": dtypes.int32},
     shape=lambda b: TensorShape([b.shape(0).ndims]), differentiable=False)
-async def shape_op(k, x):
+def shape_op(k, x):
     return np.array(np.shape(x), dtype=k.out_dtypes[0])
 
 
@@ -213,7 +213,7 @@ def _shape_n_shapes(b: BuildContext) -> list[TensorShape]:
 @op("ShapeN", inputs="input: N * T", outputs="output: N * out_type",
     types={"T": ALL_TYPES, "out_type": INDEX}, type_defaults={"out_type": dtypes.int32},
     shape=_shape_n_shapes, differentiable=False)
-async def shape_n_op(k, *xs):
+def shape_n_op(k, *xs):
     return [np.array(np.shape(x), dtype=k.out_dtypes[0]) for x in xs]
 
 
@@ -230,7 +230,7 @@ def shape_n(input: Any, out_type: Any = dtypes.int32, name: str | None = None) -
 
 @op("Size", inputs="input: T", outputs="output: out_type", types={"T": ALL_TYPES, "out_type": INDEX},
     type_defaults={"out_type": dtypes.int32}, shape=lambda b: TensorShape([]), differentiable=False)
-async def size_op(k, x):
+def size_op(k, x):
     return k.out_dtypes[0](np.size(x))
 
 
@@ -255,7 +255,7 @@ def size(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> T
 
 @op("Rank", inputs="input: T", outputs="output: int32", types={"T": ALL_TYPES},
     shape=lambda b: TensorShape([]), differentiable=False)
-async def rank_op(k, x):
+def rank_op(k, x):
     return np.int32(np.ndim(x))
 
 
@@ -297,7 +297,7 @@ def _pack_shape(b: BuildContext) -> TensorShape:
 
 @op("Pack", inputs="values: N * T", outputs="output: T", types={"T": ALL_TYPES}, attrs={"axis": 0},
     shape=_pack_shape)
-async def pack_op(k, *values):
+def pack_op(k, *values):
     first = np.shape(values[0])
     for i, v in enumerate(values[1:], 1):
         if np.shape(v) != first:
@@ -412,7 +412,7 @@ def _fill_shape(b: BuildContext) -> TensorShape:
 @op("Fill", inputs="dims: index_type, value: T", outputs="output: T",
     types={"T": ALL_TYPES, "index_type": INDEX}, type_defaults={"index_type": dtypes.int32},
     shape=_fill_shape)
-async def fill_op(k, dims, value):
+def fill_op(k, dims, value):
     if np.ndim(value) != 0:
         raise ValueError(f"Fill '{k.name}': value must be a scalar, got shape {list(np.shape(value))}")
     if np.ndim(dims) != 1:
@@ -471,7 +471,7 @@ def ones(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Te
 
 @op("ZerosLike", inputs="x: T", outputs="y: T", types={"T": ALL_TYPES}, shape=same_as_input,
     differentiable=False)
-async def zeros_like_op(k, x):
+def zeros_like_op(k, x):
     if k.out_dtypes[0] == np.object_:
         return np.full(np.shape(x), b"", dtype=object)
     return np.zeros_like(x)
@@ -479,7 +479,7 @@ async def zeros_like_op(k, x):
 
 @op("OnesLike", inputs="x: T", outputs="y: T", types={"T": NUMERIC + (dtypes.bool,)}, shape=same_as_input,
     differentiable=False)
-async def ones_like_op(k, x):
+def ones_like_op(k, x):
     return np.ones_like(x)
 
 
@@ -555,7 +555,7 @@ def _reshape_shape(b: BuildContext) -> TensorShape:
 
 @op("Reshape", inputs="tensor: T, shape: Tshape", outputs="output: T",
     types={"T": ALL_TYPES, "Tshape": INDEX}, type_defaults={"Tshape": dtypes.int32}, shape=_reshape_shape)
-async def reshape_op(k, x, new_shape):
+def reshape_op(k, x, new_shape):
     if np.ndim(new_shape) != 1:
         raise ValueError(f"Reshape '{k.name}': shape must be a vector, got shape {list(np.shape(new_shape))}")
     dims = [int(d) for d in new_shape]

@@ -41,7 +41,7 @@ def _unique_with_counts_shape(b: BuildContext) -> list[TensorShape]:
 @op("UniqueWithCounts", inputs="x: T", outputs="y: T, idx: out_idx, count: out_idx",
     types={"T": ALL_TYPES, "out_idx": INDEX}, type_defaults={"out_idx": dtypes.int32},
     shape=_unique_with_counts_shape, differentiable=False)
-async def unique_with_counts_op(k, x):
+def unique_with_counts_op(k, x):
     x = np.asarray(x)
     if x.ndim != 1:
         raise ValueError(f"UniqueWithCounts '{k.name}': unique expects a 1D vector, got shape {list(x.shape)}")
@@ -83,7 +83,7 @@ def _bitcast_shape(b: BuildContext) -> TensorShape:
 
 @op("Bitcast", inputs="input: T", outputs="output: type", types={"T": NUMERIC, "type": NUMERIC},
     shape=_bitcast_shape, differentiable=False)
-async def bitcast_op(k, x):
+def bitcast_op(k, x):
     x = np.ascontiguousarray(x)
     dst = np.dtype(k.out_dtypes[0])
     if x.itemsize == dst.itemsize:
@@ -112,7 +112,7 @@ def _broadcast_args_shape(b: BuildContext) -> TensorShape:
 
 @op("BroadcastArgs", inputs="s0: T, s1: T", outputs="r0: T", types={"T": INDEX},
     type_defaults={"T": dtypes.int32}, shape=_broadcast_args_shape, differentiable=False)
-async def broadcast_args_op(k, s0, s1):
+def broadcast_args_op(k, s0, s1):
     a, b = [int(v) for v in np.reshape(s0, -1)], [int(v) for v in np.reshape(s1, -1)]
     try:
         out = np.broadcast_shapes(tuple(a), tuple(b))

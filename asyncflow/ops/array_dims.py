@@ -39,7 +39,7 @@ def _expand_dims_shape(b: BuildContext) -> TensorShape:
 
 @op("ExpandDims", inputs="input: T, dim: Tdim", outputs="output: T",
     types={"T": ALL_TYPES, "Tdim": INDEX}, type_defaults={"Tdim": dtypes.int32}, shape=_expand_dims_shape)
-async def expand_dims_op(k, x, dim):
+def expand_dims_op(k, x, dim):
     if np.size(dim) != 1:
         raise ValueError(f"ExpandDims '{k.name}': 'dim' must be a tensor with a single value, got shape "
                          f"{list(np.shape(dim))}")
@@ -92,7 +92,7 @@ def _squeeze_shape(b: BuildContext) -> TensorShape:
 
 @op("Squeeze", inputs="input: T", outputs="output: T", types={"T": ALL_TYPES}, attrs={"squeeze_dims": []},
     shape=_squeeze_shape)
-async def squeeze_op(k, x):
+def squeeze_op(k, x):
     shape, rank = np.shape(x), np.ndim(x)
     if not k.squeeze_dims:
         return np.reshape(x, [d for d in shape if d != 1])
@@ -149,7 +149,7 @@ def _broadcast_to_shape(b: BuildContext) -> TensorShape:
 
 @op("BroadcastTo", inputs="input: T, shape: Tidx", outputs="output: T",
     types={"T": ALL_TYPES, "Tidx": INDEX}, type_defaults={"Tidx": dtypes.int32}, shape=_broadcast_to_shape)
-async def broadcast_to_op(k, x, target):
+def broadcast_to_op(k, x, target):
     target = [int(d) for d in target]
     try:
         broadcast_shapes(TensorShape(np.shape(x)), TensorShape(target))

@@ -71,7 +71,7 @@ def _reverse_sequence_shape(b: BuildContext) -> TensorShape:
 @op("ReverseSequence", inputs="input: T, seq_lengths: Tlen", outputs="output: T",
     types={"T": ALL_TYPES, "Tlen": INDEX}, type_defaults={"Tlen": dtypes.int32},
     attrs={"seq_dim": 1, "batch_dim": 0}, shape=_reverse_sequence_shape)
-async def ReverseSequence(k, x, lengths):
+def ReverseSequence(k, x, lengths):
     seq, batch = k.seq_dim, k.batch_dim
     if lengths.shape != (x.shape[batch],):
         raise _invalid(k, f"len(seq_lengths) {lengths.size} != input.dims({batch}) {x.shape[batch]}")
@@ -145,7 +145,7 @@ def _linspace_shape(b: BuildContext) -> TensorShape:
 @op("LinSpace", inputs="start: T, stop: T, num: Tidx", outputs="output: T",
     types={"T": FLOAT, "Tidx": INDEX}, type_defaults={"Tidx": dtypes.int32}, shape=_linspace_shape,
     differentiable=False)
-async def LinSpace(k, start, stop, num):
+def LinSpace(k, start, stop, num):
     n = int(num)
     if n <= 0:
         raise _invalid(k, f"Requires num > 0: {n}")
@@ -259,7 +259,7 @@ _SPACE_DEPTH = dict(inputs="input: T", outputs="output: T", types={"T": ALL_TYPE
 
 
 @op("SpaceToDepth", shape=_space_depth_shape(True), **_SPACE_DEPTH)
-async def SpaceToDepth(k, x):
+def SpaceToDepth(k, x):
     bs = k.block_size
     v = _to_nhwc(x, k.data_format)
     n, h, w, c = v.shape
@@ -270,7 +270,7 @@ async def SpaceToDepth(k, x):
 
 
 @op("DepthToSpace", shape=_space_depth_shape(False), **_SPACE_DEPTH)
-async def DepthToSpace(k, x):
+def DepthToSpace(k, x):
     bs = k.block_size
     v = _to_nhwc(x, k.data_format)
     n, h, w, c = v.shape
@@ -306,7 +306,7 @@ def depth_to_space(input: Any, block_size: int, name: str | None = None,  # noqa
 @op("HistogramFixedWidth", inputs="values: T, value_range: T, nbins: int32", outputs="out: dtype",
     types={"T": REAL, "dtype": INDEX}, type_defaults={"dtype": dtypes.int32},
     shape=lambda b: TensorShape([None if b.const(2) is None else int(b.const(2))]), differentiable=False)
-async def HistogramFixedWidth(k, values, value_range, nbins):
+def HistogramFixedWidth(k, values, value_range, nbins):
     n = int(nbins)
     if n <= 0:
         raise _invalid(k, f"nbins should be a positive number, but got '{n}'")
@@ -343,7 +343,7 @@ def _unravel_shape(b: BuildContext) -> TensorShape:
 
 @op("UnravelIndex", inputs="indices: Tidx, dims: Tidx", outputs="output: Tidx", types={"Tidx": INDEX},
     type_defaults={"Tidx": dtypes.int32}, shape=_unravel_shape, differentiable=False)
-async def UnravelIndex(k, indices, dims):
+def UnravelIndex(k, indices, dims):
     total = int(np.prod(dims))
     if np.any(indices < 0) or np.any(indices >= total):
         raise _invalid(k, f"index out of bounds: indices must be in [0, {total}) for dims {dims.tolist()}")

@@ -22,7 +22,7 @@ newaxis = None
 
 @op("IdentityN", inputs="input: T", outputs="output: T", types={"T": TypeList(ALL_TYPES)},
     shape=lambda b: b.shapes(0))
-async def identity_n_op(k, *inputs):
+def identity_n_op(k, *inputs):
     return tuple(inputs)
 
 
@@ -47,7 +47,7 @@ def _ensure_shape_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("EnsureShape", inputs="input: T", outputs="output: T", types={"T": ALL_TYPES}, attrs={"shape": None},
     shape=_ensure_shape_shape)
-async def ensure_shape_op(k, value):
+def ensure_shape_op(k, value):
     want = k.shape
     if not want.is_compatible_with(TensorShape(list(getattr(value, "shape", ())))):
         raise errors.InvalidArgumentError(

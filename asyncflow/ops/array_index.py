@@ -82,7 +82,7 @@ def _one_hot_shape(b: BuildContext) -> TensorShape:
 @op("OneHot", inputs="indices: TI, depth: int32, on_value: T, off_value: T", outputs="output: T",
     types={"T": ALL_TYPES, "TI": (dtypes.uint8, dtypes.int8, dtypes.int32, dtypes.int64)}, attrs={"axis": -1},
     shape=_one_hot_shape, differentiable=False)
-async def one_hot_op(k, indices, depth, on_value, off_value):
+def one_hot_op(k, indices, depth, on_value, off_value):
     indices, depth = np.asarray(indices), int(depth)
     if depth < 0:
         raise ValueError(f"OneHot '{k.name}': depth must be non-negative, got: {depth}")
@@ -160,7 +160,7 @@ def _gather_shape(b: BuildContext) -> TensorShape:
 @op("GatherV2", inputs="params: Tparams, indices: Tindices, axis: Taxis", outputs="output: Tparams",
     types={"Tparams": ALL_TYPES, "Tindices": _INDICES, "Taxis": INDEX}, attrs={"batch_dims": 0},
     shape=_gather_shape)
-async def gather_v2_op(k, params, indices, axis):
+def gather_v2_op(k, params, indices, axis):
     params, indices = np.asarray(params), np.asarray(indices)
     if params.ndim == 0:
         raise ValueError(f"GatherV2 '{k.name}': params must be at least 1 dimensional")
@@ -296,7 +296,7 @@ def _gather_nd_shape(b: BuildContext) -> TensorShape:
 
 @op("GatherNd", inputs="params: Tparams, indices: Tindices", outputs="output: Tparams",
     types={"Tparams": ALL_TYPES, "Tindices": _INDICES}, attrs={"bad_indices_policy": ""}, shape=_gather_nd_shape)
-async def gather_nd_op(k, params, indices):
+def gather_nd_op(k, params, indices):
     params, indices = np.asarray(params), np.asarray(indices)
     if indices.ndim == 0 or indices.shape[-1] > params.ndim:
         raise ValueError(f"GatherNd '{k.name}': indices.shape[-1] must be <= params.rank, but saw indices shape: "
@@ -364,7 +364,7 @@ def _scatter_nd_shape(b: BuildContext) -> TensorShape:
 
 @op("ScatterNd", inputs="indices: Tindices, updates: T, shape: Tindices", outputs="output: T",
     types={"T": ALL_TYPES, "Tindices": _INDICES}, attrs={"bad_indices_policy": ""}, shape=_scatter_nd_shape)
-async def scatter_nd_op(k, indices, updates, out_shape):
+def scatter_nd_op(k, indices, updates, out_shape):
     indices, updates = np.asarray(indices), np.asarray(updates)
     out_shape = tuple(int(d) for d in np.reshape(out_shape, -1))
     r, outer = indices.shape[-1], indices.shape[:-1]
@@ -414,7 +414,7 @@ def _unsorted_segment_sum_shape(b: BuildContext) -> TensorShape:
 @op("UnsortedSegmentSum", inputs="data: T, segment_ids: Tindices, num_segments: Tnumsegments",
     outputs="output: T", types={"T": NUMERIC, "Tindices": _INDICES, "Tnumsegments": INDEX},
     type_defaults={"Tnumsegments": dtypes.int32}, shape=_unsorted_segment_sum_shape)
-async def unsorted_segment_sum_op(k, data, segment_ids, num_segments):
+def unsorted_segment_sum_op(k, data, segment_ids, num_segments):
     data, ids, num = np.asarray(data), np.asarray(segment_ids), int(num_segments)
     if data.shape[:ids.ndim] != ids.shape:
         raise ValueError(f"UnsortedSegmentSum '{k.name}': segment_ids.shape = {list(ids.shape)} must be a prefix "

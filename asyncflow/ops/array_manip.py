@@ -90,7 +90,7 @@ def _concat_shape(b: BuildContext) -> TensorShape:
 
 @op("ConcatV2", inputs="values: N * T, axis: Tidx", outputs="output: T",
     types={"T": ALL_TYPES, "Tidx": INDEX}, type_defaults={"Tidx": dtypes.int32}, shape=_concat_shape)
-async def concat_v2_op(k, *args):
+def concat_v2_op(k, *args):
     values, axis = args[:-1], _scalar_axis(k, args[-1], "axis")
     shapes = [np.shape(v) for v in values]
     rank = len(shapes[0])
@@ -200,7 +200,7 @@ def _unpack_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("Unpack", inputs="value: T", outputs="output: num * T", types={"T": ALL_TYPES},
     attrs={"num": 0, "axis": 0}, shape=_unpack_shape)
-async def unpack_op(k, x):
+def unpack_op(k, x):
     x = np.asarray(x)
     axis = _normalize(k, k.axis, x.ndim)
     if x.shape[axis] != k.num:
@@ -247,7 +247,7 @@ def _split_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("Split", inputs="split_dim: int32, value: T", outputs="output: num_split * T", types={"T": ALL_TYPES},
     attrs={"num_split": 1}, shape=_split_shape)
-async def split_op(k, axis, x):
+def split_op(k, axis, x):
     x = np.asarray(x)
     axis = _normalize(k, _scalar_axis(k, axis, "split_dim"), x.ndim, "split_dim")
     if x.shape[axis] % k.num_split:
@@ -313,7 +313,7 @@ def _split_v_shape(b: BuildContext) -> list[TensorShape]:
 @op("SplitV", inputs="value: T, size_splits: Tlen, split_dim: int32", outputs="output: num_split * T",
     types={"T": ALL_TYPES, "Tlen": (dtypes.int8, dtypes.int32, dtypes.int64)}, attrs={"num_split": 1},
     shape=_split_v_shape)
-async def split_v_op(k, x, sizes, axis):
+def split_v_op(k, x, sizes, axis):
     x = np.asarray(x)
     axis = _normalize(k, _scalar_axis(k, axis, "split_dim"), x.ndim, "split_dim")
     if np.ndim(sizes) != 1 or len(sizes) != k.num_split:
@@ -372,7 +372,7 @@ def _tile_shape(b: BuildContext) -> TensorShape:
 
 @op("Tile", inputs="input: T, multiples: Tmultiples", outputs="output: T",
     types={"T": ALL_TYPES, "Tmultiples": INDEX}, type_defaults={"Tmultiples": dtypes.int32}, shape=_tile_shape)
-async def tile_op(k, x, multiples):
+def tile_op(k, x, multiples):
     if np.ndim(multiples) != 1 or len(multiples) != np.ndim(x):
         raise ValueError(f"Tile '{k.name}': Expected multiples argument to be a vector of length {np.ndim(x)} "
                          f"but got length {np.size(multiples)} (input shape {list(np.shape(x))})")
@@ -441,7 +441,7 @@ def _permute(k: Any, x: np.ndarray, perm: Any) -> np.ndarray:
 
 @op("Transpose", inputs="x: T, perm: Tperm", outputs="y: T", types={"T": ALL_TYPES, "Tperm": INDEX},
     type_defaults={"Tperm": dtypes.int32}, shape=_transpose_shape)
-async def transpose_op(k, x, perm):
+def transpose_op(k, x, perm):
     return _permute(k, np.asarray(x), perm)
 
 
@@ -452,7 +452,7 @@ def _transpose_grad(op: Any, grad: Any) -> list[Any]:
 
 @op("ConjugateTranspose", inputs="x: T, perm: Tperm", outputs="y: T", types={"T": ALL_TYPES, "Tperm": INDEX},
     type_defaults={"Tperm": dtypes.int32}, shape=_transpose_shape)
-async def conjugate_transpose_op(k, x, perm):
+def conjugate_transpose_op(k, x, perm):
     out = _permute(k, np.asarray(x), perm)
     return np.conj(out) if out.dtype.kind == "c" else out
 
@@ -469,7 +469,7 @@ def _invert_permutation_shape(b: BuildContext) -> TensorShape:
 
 @op("InvertPermutation", inputs="x: T", outputs="y: T", types={"T": INDEX}, type_defaults={"T": dtypes.int32},
     shape=_invert_permutation_shape, differentiable=False)
-async def invert_permutation_op(k, x):
+def invert_permutation_op(k, x):
     x = np.asarray(x)
     if x.ndim != 1:
         raise ValueError(f"InvertPermutation '{k.name}': invert_permutation expects a 1D vector, got shape "
@@ -526,7 +526,7 @@ def _reverse_shape(b: BuildContext) -> TensorShape:
 
 @op("ReverseV2", inputs="tensor: T, axis: Tidx", outputs="output: T", types={"T": ALL_TYPES, "Tidx": INDEX},
     type_defaults={"Tidx": dtypes.int32}, shape=_reverse_shape)
-async def reverse_v2_op(k, x, axis):
+def reverse_v2_op(k, x, axis):
     x = np.asarray(x)
     if np.ndim(axis) != 1:
         raise ValueError(f"ReverseV2 '{k.name}': 'axis' must be 1-D, not {list(np.shape(axis))}")

@@ -51,7 +51,7 @@ def _roll_shape(b: BuildContext) -> TensorShape:
 
 @op("Roll", inputs="input: T, shift: Tshift, axis: Taxis", outputs="output: T",
     types={"T": ALL_TYPES, "Tshift": INDEX, "Taxis": INDEX}, shape=_roll_shape)
-async def roll_op(k, x, shift, axis):
+def roll_op(k, x, shift, axis):
     x, shift, axis = np.asarray(x), np.asarray(shift).reshape(-1), np.asarray(axis).reshape(-1)
     if x.ndim == 0:
         raise _invalid(k, "input must be 1-D or higher")
@@ -128,7 +128,7 @@ def _list_diff_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("ListDiff", inputs="x: T, y: T", outputs="out: T, idx: out_idx", types={"T": ALL_TYPES, "out_idx": INDEX},
     type_defaults={"out_idx": dtypes.int32}, shape=_list_diff_shape, differentiable=False)
-async def list_diff_op(k, x, y):
+def list_diff_op(k, x, y):
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim != 1 or y.ndim != 1:
         raise _invalid(k, f"x and y must be 1-D, got shapes {list(x.shape)} and {list(y.shape)}")
@@ -211,7 +211,7 @@ def _check_block(k: Any, x: np.ndarray, block: np.ndarray, pads: np.ndarray, wha
     types={"T": ALL_TYPES, "Tblock_shape": INDEX, "Tpaddings": INDEX},
     type_defaults={"Tblock_shape": dtypes.int32, "Tpaddings": dtypes.int32},
     shape=_space_batch_shape(True))
-async def space_to_batch_nd_op(k, x, block_shape, paddings):
+def space_to_batch_nd_op(k, x, block_shape, paddings):
     x = np.asarray(x)
     block, pads = _check_block(k, x, block_shape, paddings, "paddings")
     m, batch = len(block), x.shape[0]
@@ -232,7 +232,7 @@ async def space_to_batch_nd_op(k, x, block_shape, paddings):
     types={"T": ALL_TYPES, "Tblock_shape": INDEX, "Tcrops": INDEX},
     type_defaults={"Tblock_shape": dtypes.int32, "Tcrops": dtypes.int32},
     shape=_space_batch_shape(False))
-async def batch_to_space_nd_op(k, x, block_shape, crops):
+def batch_to_space_nd_op(k, x, block_shape, crops):
     x = np.asarray(x)
     block, crops = _check_block(k, x, block_shape, crops, "crops")
     m, prod = len(block), int(np.prod(block))
@@ -345,7 +345,7 @@ def _parallel_concat_shape(b: BuildContext) -> TensorShape:
 
 @op("ParallelConcat", inputs="values: N * T", outputs="output: T", types={"T": ALL_TYPES}, attrs={"shape": None},
     shape=_parallel_concat_shape)
-async def parallel_concat_op(k, *values):
+def parallel_concat_op(k, *values):
     out = np.concatenate([np.asarray(v) for v in values], axis=0)
     declared = TensorShape(k.shape)
     if not declared.is_compatible_with(out.shape):
@@ -401,7 +401,7 @@ def _patches_shape(b: BuildContext) -> TensorShape:
 
 @op("ExtractImagePatches", inputs="images: T", outputs="patches: T", types={"T": REAL + (dtypes.bool,)},
     attrs={"ksizes": None, "strides": None, "rates": None, "padding": "VALID"}, shape=_patches_shape)
-async def extract_image_patches_op(k, images):
+def extract_image_patches_op(k, images):
     x = np.asarray(images)
     if x.ndim != 4:
         raise _invalid(k, f"input must be 4-dimensional, got shape {list(x.shape)}")

@@ -58,7 +58,7 @@ def _pad_constant(x: np.ndarray, paddings: list[tuple[int, int]], value: Any, dt
 
 @op("Pad", inputs="input: T, paddings: Tpaddings", outputs="output: T",
     types={"T": ALL_TYPES, "Tpaddings": INDEX}, type_defaults={"Tpaddings": dtypes.int32}, shape=_pad_shape)
-async def pad_op(k, x, paddings):
+def pad_op(k, x, paddings):
     x = np.asarray(x)
     zero = b"" if k.out_dtypes[0] == np.object_ else 0
     return _pad_constant(x, _paddings(k, x, paddings), zero, k.out_dtypes[0])
@@ -77,7 +77,7 @@ def _pad_grad(op: Any, grad: Any) -> list[Any]:
 
 @op("PadV2", inputs="input: T, paddings: Tpaddings, constant_values: T", outputs="output: T",
     types={"T": ALL_TYPES, "Tpaddings": INDEX}, type_defaults={"Tpaddings": dtypes.int32}, shape=_pad_shape)
-async def pad_v2_op(k, x, paddings, value):
+def pad_v2_op(k, x, paddings, value):
     x = np.asarray(x)
     if np.ndim(value) != 0:
         raise ValueError(f"PadV2 '{k.name}': constant_values must be a scalar, got shape {list(np.shape(value))}")
@@ -90,7 +90,7 @@ pad_v2_op.gradient(_pad_grad)
 @op("MirrorPad", inputs="input: T, paddings: Tpaddings", outputs="output: T",
     types={"T": ALL_TYPES, "Tpaddings": INDEX}, type_defaults={"Tpaddings": dtypes.int32},
     attrs={"mode": "REFLECT"}, shape=_pad_shape)
-async def mirror_pad_op(k, x, paddings):
+def mirror_pad_op(k, x, paddings):
     x = np.asarray(x)
     pads = _paddings(k, x, paddings)
     reflect = k.mode == "REFLECT"
@@ -122,7 +122,7 @@ def _mirror_pad_grad_shape(b: BuildContext) -> TensorShape:
 @op("MirrorPadGrad", inputs="input: T, paddings: Tpaddings", outputs="output: T",
     types={"T": NUMERIC, "Tpaddings": INDEX}, type_defaults={"Tpaddings": dtypes.int32}, attrs={"mode": REQUIRED},
     shape=_mirror_pad_grad_shape)
-async def mirror_pad_grad_op(k, grad, paddings):
+def mirror_pad_grad_op(k, grad, paddings):
     """MirrorPad's gradient: each padded entry's gradient added onto the input entry it mirrors."""
     grad = np.asarray(grad)
     pads = _paddings(k, grad, paddings)

@@ -68,7 +68,7 @@ def _slice_shape(b: BuildContext) -> TensorShape:
 
 @op("Slice", inputs="input: T, begin: Index, size: Index", outputs="output: T",
     types={"T": _ALL, "Index": (dtypes.int32, dtypes.int64)}, shape=_slice_shape)
-async def slice_op(k, x, begin, size):
+def slice_op(k, x, begin, size):
     shape = np.shape(x)
     if np.ndim(begin) != 1 or np.shape(begin) != np.shape(size) or len(begin) != len(shape):
         raise ValueError(f"Slice '{k.name}': Expected begin and size arguments to be 1-D tensors of size "
@@ -260,7 +260,7 @@ def _strided_slice_shape(b: BuildContext) -> TensorShape:
 
 @op("StridedSlice", inputs="input: T, begin: Index, end: Index, strides: Index", outputs="output: T",
     types={"T": _ALL, "Index": _SLICE_INDEX}, attrs={m: 0 for m in _MASKS}, shape=_strided_slice_shape)
-async def strided_slice_op(k, x, begin, end, strides):
+def strided_slice_op(k, x, begin, end, strides):
     x = np.asarray(x)
     if not np.ndim(begin) == np.ndim(end) == np.ndim(strides) == 1:
         raise ValueError(f"StridedSlice '{k.name}': begin, end and strides must be vectors, got shapes "
@@ -303,7 +303,7 @@ def _strided_slice_grad_shape(b: BuildContext) -> TensorShape:
 @op("StridedSliceGrad", inputs="shape: Index, begin: Index, end: Index, strides: Index, dy: T",
     outputs="output: T", types={"T": _ALL, "Index": (dtypes.int32, dtypes.int64)}, attrs={m: 0 for m in _MASKS},
     shape=_strided_slice_grad_shape)
-async def strided_slice_grad_op(k, x_shape, begin, end, strides, dy):
+def strided_slice_grad_op(k, x_shape, begin, end, strides, dy):
     """Zeros of `shape` with `dy` placed where StridedSlice with the same spec would have read."""
     dims = [int(d) for d in np.reshape(x_shape, -1)]
     try:

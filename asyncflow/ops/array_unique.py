@@ -25,7 +25,7 @@ def _unique_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("Unique", inputs="x: T", outputs="y: T, idx: out_idx", types={"T": ALL_TYPES, "out_idx": INDEX},
     type_defaults={"out_idx": dtypes.int32}, shape=_unique_shape, differentiable=False)
-async def unique_op(k, x):
+def unique_op(k, x):
     x = np.asarray(x)
     if x.ndim != 1:
         raise ValueError(f"Unique '{k.name}': unique expects a 1D vector, got shape {list(x.shape)}")

@@ -52,7 +52,7 @@ def _prepare_endpoint(k: KernelContext) -> None:
 
 @op("_Send", inputs="tensor: T", types={"T": ALL_TYPES}, attrs=dict(_ENDPOINT_ATTRS),
     stateful=True, uses_step=True, differentiable=False, prepare=_prepare_endpoint)
-async def send_kernel(k: Any, step: Any, tensor: Any) -> None:
+def send_kernel(k: Any, step: Any, tensor: Any) -> None:
     step.rendezvous.send(k.key, tensor)
 
 

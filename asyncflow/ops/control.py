@@ -15,7 +15,7 @@ from asyncflow.ops.registry import op
 
 
 @op("NoOp", differentiable=False)
-async def no_op_kernel(k):
+def no_op_kernel(k):
     return None
 
 

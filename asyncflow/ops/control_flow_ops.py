@@ -38,7 +38,7 @@ DEAD: Any = _Dead()
 
 @op("Switch", inputs="data: T, pred: bool", outputs="output_false: T, output_true: T", types={"T": FLOW_TYPES},
     shape=lambda b: [b.shape(0), b.shape(0)], control_flow="switch")
-async def switch_op(k, data, pred):
+def switch_op(k, data, pred):
     if getattr(pred, "shape", ()) != ():
         raise ValueError(f"Switch '{k.name}': pred must be a scalar, got shape {list(pred.shape)}")
     return (DEAD, data) if pred else (data, DEAD)
@@ -53,7 +53,7 @@ def _common(a: TensorShape, b: TensorShape) -> TensorShape:
 
 @op("Merge", inputs="inputs: N * T", outputs="output: T, value_index: int32", types={"T": FLOW_TYPES},
     shape=lambda b: [_fold(b.shapes(0)), TensorShape([])], control_flow="merge")
-async def merge_op(k, *inputs):  # the frame executor computes a Merge's outputs; never called
+def merge_op(k, *inputs):  # the frame executor computes a Merge's outputs; never called
     raise AssertionError("Merge is executed by the frame executor")
 
 
@@ -67,25 +67,25 @@ def _fold(shapes: list[TensorShape]) -> TensorShape:
 @op("Enter", inputs="data: T", outputs="output: T", types={"T": FLOW_TYPES},
     attrs={"frame_name": REQUIRED, "is_constant": False, "parallel_iterations": 10}, shape=same_as_input,
     control_flow="enter")
-async def enter_op(k, data):
+def enter_op(k, data):
     return data
 
 
 @op("Exit", inputs="data: T", outputs="output: T", types={"T": FLOW_TYPES}, shape=same_as_input,
     control_flow="exit")
-async def exit_op(k, data):
+def exit_op(k, data):
     return data
 
 
 @op("NextIteration", inputs="data: T", outputs="output: T", types={"T": FLOW_TYPES}, shape=same_as_input,
     control_flow="next_iteration")
-async def next_iteration_op(k, data):
+def next_iteration_op(k, data):
     return data
 
 
 @op("LoopCond", inputs="input: bool", outputs="output: bool", shape=lambda b: b.shape(0),
     differentiable=False)
-async def loop_cond_op(k, x):
+def loop_cond_op(k, x):
     if getattr(x, "shape", ()) != ():
         raise ValueError(f"LoopCond '{k.name}': the loop condition must be a scalar, got shape {list(x.shape)}")
     return x
@@ -120,7 +120,7 @@ raw_ops = _RawOps()
 
 @op("RefSwitch", inputs="data: Ref(T), pred: bool", outputs="output_false: Ref(T), output_true: Ref(T)",
     types={"T": ALL_TYPES}, shape=lambda b: [b.shape(0), b.shape(0)], control_flow="switch", differentiable=False)
-async def ref_switch_op(k, data, pred):
+def ref_switch_op(k, data, pred):
     """Switch for a variable reference, so that a branch can update the variable."""
     return (DEAD, data) if pred else (data, DEAD)
 
@@ -128,7 +128,7 @@ async def ref_switch_op(k, data, pred):
 @op("RefEnter", inputs="data: Ref(T)", outputs="output: Ref(T)", types={"T": ALL_TYPES},
     attrs={"frame_name": REQUIRED, "is_constant": False, "parallel_iterations": 10}, shape=same_as_input,
     control_flow="enter", differentiable=False)
-async def ref_enter_op(k, data):
+def ref_enter_op(k, data):
     """Enter for a variable reference, so that a loop body can update the variable."""
     return data
 
@@ -182,7 +182,7 @@ class _Stack(list):
 @op("StackV2", inputs="max_size: int32", outputs="handle: resource", types={"elem_type": ALL_TYPES},
     attrs={"stack_name": ""}, type_defaults={"elem_type": dtypes.float32}, shape=lambda b: TensorShape([]),
     stateful=True, differentiable=False)
-async def stack_v2_op(k, max_size):
+def stack_v2_op(k, max_size):
     stack = _Stack()
     stack.name = k.stack_name or k.name
     return stack
@@ -190,14 +190,14 @@ async def stack_v2_op(k, max_size):
 
 @op("StackPushV2", inputs="handle: resource, elem: T", outputs="output: T", types={"T": ALL_TYPES},
     attrs={"swap_memory": False}, shape=lambda b: b.shape(1), stateful=True, differentiable=False)
-async def stack_push_v2_op(k, handle, elem):
+def stack_push_v2_op(k, handle, elem):
     handle.append(elem)
     return elem
 
 
 @op("StackPopV2", inputs="handle: resource", outputs="elem: elem_type", types={"elem_type": ALL_TYPES},
     shape=lambda b: TensorShape(None), stateful=True, differentiable=False)
-async def stack_pop_v2_op(k, handle):
+def stack_pop_v2_op(k, handle):
     if not handle:
         raise errors.InvalidArgumentError(None, None, f"StackPopV2 '{k.name}': stack '{handle.name}' is empty")
     return handle.pop()

@@ -77,13 +77,13 @@ _QUEUE_OP = {**_QUEUE_TRAITS, "prepare": _prepare_queue}
 
 @op("FIFOQueueV2", outputs="handle: resource", types=_COMPONENTS, attrs=_QUEUE_ATTRS, shape=_scalar_handle,
     **_QUEUE_OP)
-async def fifo_queue_v2(k):
+def fifo_queue_v2(k):
     return _new_queue(k, "FIFOQueue", FifoStore)
 
 
 @op("PaddingFIFOQueueV2", outputs="handle: resource", types=_COMPONENTS, attrs=_QUEUE_ATTRS,
     shape=_scalar_handle, **_QUEUE_OP)
-async def padding_fifo_queue_v2(k):
+def padding_fifo_queue_v2(k):
     return _new_queue(k, "PaddingFIFOQueue", FifoStore)
 
 
@@ -98,13 +98,13 @@ def _shuffle_store(k: Any) -> Callable[[], ShuffleStore]:
 
 @op("RandomShuffleQueueV2", outputs="handle: resource", types=_COMPONENTS,
     attrs={**_QUEUE_ATTRS, "min_after_dequeue": 0, "seed": 0, "seed2": 0}, shape=_scalar_handle, **_QUEUE_OP)
-async def random_shuffle_queue_v2(k):
+def random_shuffle_queue_v2(k):
     return _new_queue(k, "RandomShuffleQueue", _shuffle_store(k))
 
 
 @op("PriorityQueueV2", outputs="handle: resource", types=_COMPONENTS,
     attrs={**_QUEUE_ATTRS, "shapes": REQUIRED}, shape=_scalar_handle, **_QUEUE_OP)
-async def priority_queue_v2(k):
+def priority_queue_v2(k):
     # As TF: the attrs describe the value components; component 0, the priority, is an int64 scalar.
     shapes = _shape_list(k.shapes)
     return _new_queue(k, "PriorityQueue", PriorityStore, [dtypes.int64] + list(k.component_types),
@@ -191,18 +191,18 @@ async def queue_dequeue_up_to_v2(k, queue, n):
 
 @op("QueueCloseV2", inputs="handle: resource", attrs={"cancel_pending_enqueues": False}, is_async=True,
     **_QUEUE_TRAITS)
-async def queue_close_v2(k, queue):
+def queue_close_v2(k, queue):
     queue.close(k.cancel_pending_enqueues)  # wakes waiters: runs on the loop, hence is_async
 
 
 @op("QueueSizeV2", inputs="handle: resource", outputs="size: int32", shape=_scalar_handle, **_QUEUE_TRAITS)
-async def queue_size_v2(k, queue):
+def queue_size_v2(k, queue):
     return np.int32(len(queue.store))
 
 
 @op("QueueIsClosedV2", inputs="handle: resource", outputs="is_closed: bool", shape=_scalar_handle,
     **_QUEUE_TRAITS)
-async def queue_is_closed_v2(k, queue):
+def queue_is_closed_v2(k, queue):
     return np.bool_(queue.closed)
 
 
@@ -438,7 +438,7 @@ class PriorityQueue(QueueBase):
 # the input producers (`af.train.limit_epochs`).
 @op("CountUpTo", inputs="ref: Ref(T)", outputs="output: T", types={"T": (dtypes.int32, dtypes.int64)},
     attrs={"limit": REQUIRED}, shape=lambda b: b.shape(0), stateful=True, differentiable=False)
-async def count_up_to_op(k, ref):
+def count_up_to_op(k, ref):
     before = ref.read()
     if before.shape != ():
         raise ValueError(f"CountUpTo '{k.name}': the variable must be a scalar, got shape {list(before.shape)}")

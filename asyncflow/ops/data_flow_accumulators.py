@@ -242,13 +242,13 @@ def _accumulator(k: Any, cls: type) -> Any:
 
 @op("ResourceConditionalAccumulator", outputs="handle: resource", types={"dtype": FLOAT}, attrs=_ATTRS,
     shape=_check_dtype, prepare=_prepare, **_TRAITS)
-async def resource_conditional_accumulator(k):
+def resource_conditional_accumulator(k):
     return _accumulator(k, DenseAccumulator)
 
 
 @op("ResourceAccumulatorApplyGradient", inputs="handle: resource, local_step: int64, gradient: dtype",
     types={"dtype": FLOAT}, is_async=True, **_TRAITS)
-async def resource_accumulator_apply_gradient(k, acc, local_step, gradient):
+def resource_accumulator_apply_gradient(k, acc, local_step, gradient):
     acc.apply(local_step, gradient)  # may wake a take: runs on the loop, hence is_async
 
 
@@ -260,25 +260,25 @@ async def resource_accumulator_take_gradient(k, acc, num_required):
 
 @op("ResourceAccumulatorNumAccumulated", inputs="handle: resource", outputs="num_accumulated: int32",
     shape=lambda b: TensorShape([]), **_TRAITS)
-async def resource_accumulator_num_accumulated(k, acc):
+def resource_accumulator_num_accumulated(k, acc):
     return np.int32(acc.count)
 
 
 @op("ResourceAccumulatorSetGlobalStep", inputs="handle: resource, new_global_step: int64", is_async=True, **_TRAITS)
-async def resource_accumulator_set_global_step(k, acc, step):
+def resource_accumulator_set_global_step(k, acc, step):
     acc.set_global_step(step)
 
 
 @op("ResourceAccumulatorNumDropped", inputs="handle: resource", outputs="num_dropped: int64",
     shape=lambda b: TensorShape([]), **_TRAITS)
-async def resource_accumulator_num_dropped(k, acc):
+def resource_accumulator_num_dropped(k, acc):
     """asyncflow's: how many stale gradients the accumulator has dropped."""
     return np.int64(acc.dropped)
 
 
 @op("SparseConditionalAccumulator", outputs="handle: Ref(string)", types={"dtype": FLOAT}, attrs=_ATTRS,
     shape=_check_dtype, prepare=_prepare, **_TRAITS)
-async def sparse_conditional_accumulator(k):
+def sparse_conditional_accumulator(k):
     return _accumulator(k, SparseAccumulator)
 
 
@@ -286,7 +286,7 @@ async def sparse_conditional_accumulator(k):
     inputs="handle: Ref(string), local_step: int64, gradient_indices: int64, gradient_values: dtype, "
            "gradient_shape: int64", types={"dtype": FLOAT}, attrs={"has_known_shape": REQUIRED}, is_async=True,
     **_TRAITS)
-async def sparse_accumulator_apply_gradient(k, acc, local_step, indices, values, shape):
+def sparse_accumulator_apply_gradient(k, acc, local_step, indices, values, shape):
     acc.apply(local_step, indices, values, shape, k.has_known_shape)
 
 
@@ -298,18 +298,18 @@ async def sparse_accumulator_take_gradient(k, acc, num_required):
 
 @op("AccumulatorNumAccumulated", inputs="handle: Ref(string)", outputs="num_accumulated: int32",
     shape=lambda b: TensorShape([]), **_TRAITS)
-async def accumulator_num_accumulated(k, acc):
+def accumulator_num_accumulated(k, acc):
     return np.int32(acc.count)
 
 
 @op("AccumulatorSetGlobalStep", inputs="handle: Ref(string), new_global_step: int64", is_async=True, **_TRAITS)
-async def accumulator_set_global_step(k, acc, step):
+def accumulator_set_global_step(k, acc, step):
     acc.set_global_step(step)
 
 
 @op("AccumulatorNumDropped", inputs="handle: Ref(string)", outputs="num_dropped: int64",
     shape=lambda b: TensorShape([]), **_TRAITS)
-async def accumulator_num_dropped(k, acc):
+def accumulator_num_dropped(k, acc):
     """asyncflow's: how many stale gradients the accumulator has dropped."""
     return np.int64(acc.dropped)
 

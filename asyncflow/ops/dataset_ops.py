@@ -73,7 +73,7 @@ _ITERATOR_ATTRS = {"shared_name": "", "container": "", "output_shapes": []}
 
 @op("IteratorV2", outputs="handle: resource", types=_SPEC, attrs=_ITERATOR_ATTRS, shape=_scalar,
     prepare=_prepare_iterator, **_TRAITS)
-async def iterator_v2(k):
+def iterator_v2(k):
     return _iterator(k)
 
 
@@ -127,13 +127,13 @@ async def iterator_get_next(k, iterator):
 
 @op("IteratorToStringHandle", inputs="resource_handle: resource", outputs="string_handle: string", shape=_scalar,
     **_TRAITS)
-async def iterator_to_string_handle(k, iterator):
+def iterator_to_string_handle(k, iterator):
     return np.array(iterator.handle_string.encode(), dtype=object)
 
 
 @op("IteratorFromStringHandleV2", inputs="string_handle: string", outputs="resource_handle: resource", types=_SPEC,
     attrs={"output_shapes": []}, shape=_scalar, **_TRAITS)
-async def iterator_from_string_handle(k, handle):
+def iterator_from_string_handle(k, handle):
     text = handle.item() if isinstance(handle, np.ndarray) else handle
     text = text.decode() if isinstance(text, bytes) else str(text)
     prefix, _, rest = text.partition(":")

@@ -23,7 +23,7 @@ def _bga_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("BroadcastGradientArgs", inputs="s0: T, s1: T", outputs="r0: T, r1: T", types={"T": INDEX},
     shape=_bga_shape, differentiable=False)
-async def broadcast_gradient_args(k, s0, s1):
+def broadcast_gradient_args(k, s0, s1):
     s0, s1 = [int(d) for d in np.reshape(s0, -1)], [int(d) for d in np.reshape(s1, -1)]
     n = max(len(s0), len(s1))
     a, b = [1] * (n - len(s0)) + s0, [1] * (n - len(s1)) + s1

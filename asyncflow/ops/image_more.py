@@ -92,7 +92,7 @@ def _v3_shape(b: BuildContext) -> TensorShape:
     "score_threshold: T_threshold", outputs="selected_indices: int32",
     types={"T": _NMS_FLOAT, "T_threshold": _NMS_FLOAT}, type_defaults={"T_threshold": dtypes.float32},
     shape=_v3_shape, differentiable=False)
-async def non_max_suppression_v3_op(k, boxes, scores, max_output_size, iou_threshold, score_threshold):
+def non_max_suppression_v3_op(k, boxes, scores, max_output_size, iou_threshold, score_threshold):
     boxes, scores = np.asarray(boxes), np.asarray(scores)
     max_out = _check_nms_inputs(k, boxes, scores, max_output_size, iou_threshold, "boxes")
     kept, _ = _greedy(_iou_matrix(boxes), scores, max_out, float(iou_threshold), float(score_threshold))
@@ -110,7 +110,7 @@ def _v4_shape(b: BuildContext) -> list[TensorShape]:
     "score_threshold: T_threshold", outputs="selected_indices: int32, valid_outputs: int32",
     types={"T": _NMS_FLOAT, "T_threshold": _NMS_FLOAT}, type_defaults={"T_threshold": dtypes.float32},
     attrs={"pad_to_max_output_size": False}, shape=_v4_shape, differentiable=False)
-async def non_max_suppression_v4_op(k, boxes, scores, max_output_size, iou_threshold, score_threshold):
+def non_max_suppression_v4_op(k, boxes, scores, max_output_size, iou_threshold, score_threshold):
     boxes, scores = np.asarray(boxes), np.asarray(scores)
     max_out = _check_nms_inputs(k, boxes, scores, max_output_size, iou_threshold, "boxes")
     kept, _ = _greedy(_iou_matrix(boxes), scores, max_out, float(iou_threshold), float(score_threshold))
@@ -131,7 +131,7 @@ def _v5_shape(b: BuildContext) -> list[TensorShape]:
     "score_threshold: T, soft_nms_sigma: T", outputs="selected_indices: int32, selected_scores: T, "
     "valid_outputs: int32", types={"T": _NMS_FLOAT}, attrs={"pad_to_max_output_size": False}, shape=_v5_shape,
     differentiable=False)
-async def non_max_suppression_v5_op(k, boxes, scores, max_output_size, iou_threshold, score_threshold, sigma):
+def non_max_suppression_v5_op(k, boxes, scores, max_output_size, iou_threshold, score_threshold, sigma):
     boxes, scores = np.asarray(boxes), np.asarray(scores)
     max_out = _check_nms_inputs(k, boxes, scores, max_output_size, iou_threshold, "boxes")
     if float(sigma) < 0:
@@ -147,7 +147,7 @@ async def non_max_suppression_v5_op(k, boxes, scores, max_output_size, iou_thres
 @op("NonMaxSuppressionWithOverlaps", inputs="overlaps: float32, scores: float32, max_output_size: int32, "
     "overlap_threshold: float32, score_threshold: float32", outputs="selected_indices: int32", shape=_v3_shape,
     differentiable=False)
-async def non_max_suppression_with_overlaps_op(k, overlaps, scores, max_output_size, overlap_threshold,
+def non_max_suppression_with_overlaps_op(k, overlaps, scores, max_output_size, overlap_threshold,
                                                score_threshold):
     overlaps, scores = np.asarray(overlaps), np.asarray(scores)
     max_out = _check_nms_inputs(k, overlaps, scores, max_output_size, overlap_threshold, "overlaps")
@@ -173,7 +173,7 @@ def _draw_shape(b: BuildContext) -> TensorShape:
 
 @op("DrawBoundingBoxesV2", inputs="images: T, boxes: float32, colors: float32", outputs="output: T",
     types={"T": (dtypes.float32, dtypes.float16)}, shape=_draw_shape, differentiable=False)
-async def draw_bounding_boxes_v2_op(k, images, boxes, colors):
+def draw_bounding_boxes_v2_op(k, images, boxes, colors):
     images, boxes, colors = np.asarray(images), np.asarray(boxes), np.asarray(colors, np.float32)
     if images.ndim != 4 or images.shape[3] not in (1, 3, 4):
         raise ValueError(f"DrawBoundingBoxesV2 '{k.name}': images must be [batch, height, width, depth] with depth "

@@ -77,7 +77,7 @@ _RESIZE_ATTRS = {"align_corners": False, "half_pixel_centers": False}
 
 @op("ResizeBilinear", inputs="images: T, size: int32", outputs="resized_images: float32", types={"T": REAL},
     attrs=_RESIZE_ATTRS, shape=_resize_shape)
-async def resize_bilinear_op(k, images, size):
+def resize_bilinear_op(k, images, size):
     out_h, out_w = _check_size(k, images, size)
     x = np.asarray(images, dtype=np.float32)
     y0, y1, wy = _linear_weights(x.shape[1], out_h, k.align_corners, k.half_pixel_centers)
@@ -91,7 +91,7 @@ async def resize_bilinear_op(k, images, size):
 @op("ResizeBilinearGrad", inputs="grads: float32, original_image: T", outputs="output: T",
     types={"T": (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)}, attrs=_RESIZE_ATTRS,
     shape=lambda b: [b.shape(1)], differentiable=False)
-async def resize_bilinear_grad_op(k, grads, original):
+def resize_bilinear_grad_op(k, grads, original):
     g = np.asarray(grads, dtype=np.float64)
     _, in_h, in_w, _ = np.shape(original)
     y0, y1, wy = _linear_weights(in_h, g.shape[1], k.align_corners, k.half_pixel_centers)
@@ -122,7 +122,7 @@ def _nearest_index(in_size: int, out_size: int, align_corners: bool, half_pixel:
 
 @op("ResizeNearestNeighbor", inputs="images: T, size: int32", outputs="resized_images: T", types={"T": REAL},
     attrs=_RESIZE_ATTRS, shape=_resize_shape)
-async def resize_nearest_op(k, images, size):
+def resize_nearest_op(k, images, size):
     out_h, out_w = _check_size(k, images, size)
     ys = _nearest_index(images.shape[1], out_h, k.align_corners, k.half_pixel_centers)
     xs = _nearest_index(images.shape[2], out_w, k.align_corners, k.half_pixel_centers)
@@ -131,7 +131,7 @@ async def resize_nearest_op(k, images, size):
 
 @op("ResizeNearestNeighborGrad", inputs="grads: T, size: int32", outputs="output: T", types={"T": REAL},
     attrs=_RESIZE_ATTRS, shape=_resize_shape, differentiable=False)
-async def resize_nearest_grad_op(k, grads, size):
+def resize_nearest_grad_op(k, grads, size):
     in_h, in_w = (int(s) for s in np.asarray(size))
     g = np.asarray(grads)
     ys = _nearest_index(in_h, g.shape[1], k.align_corners, k.half_pixel_centers)
@@ -216,14 +216,14 @@ def _decode_shape(b: BuildContext) -> list[TensorShape]:
 @op("DecodePng", inputs="contents: string", outputs="image: dtype",
     types={"dtype": (dtypes.uint8, dtypes.uint16)}, attrs={"channels": 0}, type_defaults={"dtype": dtypes.uint8},
     shape=_decode_shape, differentiable=False)
-async def decode_png_op(k, contents):
+def decode_png_op(k, contents):
     return _to_array(k, _open(k, contents), k.channels, k.out_dtypes[0])
 
 
 @op("DecodeJpeg", inputs="contents: string", outputs="image: uint8",
     attrs={"channels": 0, "ratio": 1, "fancy_upscaling": True, "try_recover_truncated": False,
            "acceptable_fraction": 1.0, "dct_method": ""}, shape=_decode_shape, differentiable=False)
-async def decode_jpeg_op(k, contents):
+def decode_jpeg_op(k, contents):
     img = _open(k, contents)
     if k.ratio not in (1, 2, 4, 8):
         raise errors.InvalidArgumentError(None, k.op, f"DecodeJpeg '{k.name}': ratio must be 1, 2, 4 or 8")
@@ -235,7 +235,7 @@ async def decode_jpeg_op(k, contents):
 @op("DecodeImage", inputs="contents: string", outputs="image: dtype",
     types={"dtype": (dtypes.uint8, dtypes.uint16, dtypes.float32)}, attrs={"channels": 0, "expand_animations": True},
     type_defaults={"dtype": dtypes.uint8}, shape=lambda b: [unknown_shape()], differentiable=False)
-async def decode_image_op(k, contents):
+def decode_image_op(k, contents):
     want = k.out_dtypes[0]
     arr = _to_array(k, _open(k, contents), k.channels, np.uint16 if want == np.uint16 else np.uint8)
     if want == np.float32:  # TF: convert_image_dtype of the uint8 image
@@ -265,7 +265,7 @@ def _encode(k: Any, image: Any, fmt: str, **options: Any) -> np.ndarray:
 
 @op("EncodePng", inputs="image: T", outputs="contents: string", types={"T": (dtypes.uint8, dtypes.uint16)},
     attrs={"compression": -1}, shape=lambda b: [TensorShape([])], differentiable=False)
-async def encode_png_op(k, image):
+def encode_png_op(k, image):
     level = 6 if k.compression < 0 else min(int(k.compression), 9)
     return _encode(k, image, "PNG", compress_level=level)
 
@@ -274,7 +274,7 @@ async def encode_png_op(k, image):
     attrs={"format": "", "quality": 95, "progressive": False, "optimize_size": False, "chroma_downsampling": True,
            "density_unit": "in", "x_density": 300, "y_density": 300, "xmp_metadata": ""},
     shape=lambda b: [TensorShape([])], differentiable=False)
-async def encode_jpeg_op(k, image):
+def encode_jpeg_op(k, image):
     arr = np.asarray(image)
     if arr.ndim == 3 and arr.shape[2] not in (1, 3):
         raise errors.InvalidArgumentError(None, k.op, f"EncodeJpeg '{k.name}': image must have 1 or 3 channels, "
@@ -294,7 +294,7 @@ def _last_dim_3(b: BuildContext) -> list[TensorShape]:
 
 @op("RGBToHSV", inputs="images: T", outputs="output: T", types={"T": (dtypes.float32, dtypes.float64)},
     shape=_last_dim_3, differentiable=False)
-async def rgb_to_hsv_op(k, images):
+def rgb_to_hsv_op(k, images):
     x = np.asarray(images)
     r, g, b = x[..., 0], x[..., 1], x[..., 2]
     v = x.max(-1)
@@ -309,7 +309,7 @@ async def rgb_to_hsv_op(k, images):
 
 @op("HSVToRGB", inputs="images: T", outputs="output: T", types={"T": (dtypes.float32, dtypes.float64)},
     shape=_last_dim_3, differentiable=False)
-async def hsv_to_rgb_op(k, images):
+def hsv_to_rgb_op(k, images):
     x = np.asarray(images)
     h, s, v = x[..., 0], x[..., 1], x[..., 2]
     dh = h * 6

@@ -99,7 +99,7 @@ def _shape_text(shape: Any) -> str:
 # -- the ops ------------------------------------------------------------------------------------------
 @op("SaveV2", inputs="prefix: string, tensor_names: string, shape_and_slices: string, tensors: dtypes",
     types={"dtypes": TypeList(ALL_TYPES)}, shape=_save_shape, stateful=True, differentiable=False)
-async def save_v2(k, prefix, tensor_names, shape_and_slices, *tensors):
+def save_v2(k, prefix, tensor_names, shape_and_slices, *tensors):
     names = _names(k, tensor_names, len(tensors))
     _check_whole_tensors(k, shape_and_slices, len(tensors))
     write_bundle(_path(k, prefix, "prefix"), names, tensors)
@@ -108,7 +108,7 @@ async def save_v2(k, prefix, tensor_names, shape_and_slices, *tensors):
 @op("RestoreV2", inputs="prefix: string, tensor_names: string, shape_and_slices: string",
     outputs="tensors: dtypes", types={"dtypes": TypeList(ALL_TYPES)}, shape=_restore_shape, stateful=True,
     differentiable=False)
-async def restore_v2(k, prefix, tensor_names, shape_and_slices):
+def restore_v2(k, prefix, tensor_names, shape_and_slices):
     """Reads and checks every requested tensor before giving any out, so the Assigns a restore feeds
     run only when all of them can. `_expected_shapes` (an asyncflow attr the Saver sets: the
     variables' static shapes, None entries unchecked) moves the Assigns' shape check here too."""
@@ -134,7 +134,7 @@ async def restore_v2(k, prefix, tensor_names, shape_and_slices):
 
 @op("MergeV2Checkpoints", inputs="checkpoint_prefixes: string, destination_prefix: string",
     attrs={"delete_old_dirs": True, "allow_missing_files": False}, stateful=True, differentiable=False)
-async def merge_v2_checkpoints(k, checkpoint_prefixes, destination_prefix):
+def merge_v2_checkpoints(k, checkpoint_prefixes, destination_prefix):
     prefixes = [os.fsdecode(v) for v in np.asarray(checkpoint_prefixes, dtype=object).reshape(-1)]
     merge_bundles(prefixes, _path(k, destination_prefix, "destination_prefix"), k.delete_old_dirs,
                   k.allow_missing_files)
@@ -142,7 +142,7 @@ async def merge_v2_checkpoints(k, checkpoint_prefixes, destination_prefix):
 
 @op("ShardedFilename", inputs="basename: string, shard: int32, num_shards: int32", outputs="filename: string",
     shape=lambda b: TensorShape([]), differentiable=False)
-async def sharded_filename(k, basename, shard, num_shards):
+def sharded_filename(k, basename, shard, num_shards):
     return _string_scalar(f"{_path(k, basename, 'basename')}-{int(shard):05d}-of-{int(num_shards):05d}")
 
 
@@ -160,7 +160,7 @@ def _string_join_shape(b: BuildContext) -> TensorShape:
 
 @op("StringJoin", inputs="inputs: N * string", outputs="output: string", attrs={"separator": ""},
     shape=_string_join_shape, differentiable=False)
-async def string_join_op(k, *inputs):
+def string_join_op(k, *inputs):
     arrays = [np.asarray(x, dtype=object) for x in inputs]
     shapes = {a.shape for a in arrays if a.ndim}
     if len(shapes) > 1:

@@ -78,7 +78,7 @@ def _einsum_shape(b: BuildContext) -> TensorShape:
 
 @op("Einsum", inputs="inputs: N * T", outputs="output: T", types={"T": NUMERIC}, attrs={"equation": ""},
     shape=_einsum_shape)
-async def Einsum(k, *xs):
+def Einsum(k, *xs):
     ins, out = _parse(k.equation, len(xs))
     # numpy's summation order follows the inputs' strides: contiguous inputs make the bits a function of
     # the values alone (a transposed constant and its serialised copy must give the same result).

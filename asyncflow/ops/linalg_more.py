@@ -83,7 +83,7 @@ def _svd_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("Svd", inputs="input: T", outputs="s: T, u: T, v: T", types={"T": DECOMP},
     attrs={"compute_uv": True, "full_matrices": False}, shape=_svd_shape)
-async def Svd(k, x):
+def Svd(k, x):
     dt = k.out_dtypes[0]
     x = _work(x)
     if not k.compute_uv:
@@ -161,7 +161,7 @@ def _qr_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("Qr", inputs="input: T", outputs="q: T, r: T", types={"T": DECOMP}, attrs={"full_matrices": False},
     shape=_qr_shape)
-async def Qr(k, x):
+def Qr(k, x):
     dt = k.out_dtypes[0]
     q, r = np.linalg.qr(_work(x), mode="complete" if k.full_matrices else "reduced")
     return np.ascontiguousarray(q).astype(dt), np.ascontiguousarray(r).astype(dt)
@@ -224,7 +224,7 @@ def _eig_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("SelfAdjointEigV2", inputs="input: T", outputs="e: T, v: T", types={"T": DECOMP}, attrs={"compute_v": True},
     shape=_eig_shape)
-async def SelfAdjointEigV2(k, x):
+def SelfAdjointEigV2(k, x):
     dt = k.out_dtypes[0]
     x = _work(x)  # only the lower triangle is read, as TF
     if not k.compute_v:
@@ -271,7 +271,7 @@ def _lu_shape(b: BuildContext) -> list[TensorShape]:
 @op("Lu", inputs="input: T", outputs="lu: T, p: output_idx_type",
     types={"T": DECOMP, "output_idx_type": (dtypes.int32, dtypes.int64)},
     type_defaults={"output_idx_type": dtypes.int32}, shape=_lu_shape, differentiable=False)
-async def Lu(k, x):
+def Lu(k, x):
     x = _work(np.asarray(x))
     n = x.shape[-1]
     flat = x.reshape((-1, n, n))
@@ -309,7 +309,7 @@ def _cross_shape(b: BuildContext) -> TensorShape:
 
 @op("Cross", inputs="a: T, b: T", outputs="product: T", types={"T": tuple(d for d in NUMERIC if not d.is_complex)},
     shape=_cross_shape)
-async def Cross(k, a, b):
+def Cross(k, a, b):
     if a.shape != b.shape or a.ndim < 1 or a.shape[-1] != 3:
         raise _invalid(k, f"inputs must have the same shape with 3 in the last dimension, got {list(a.shape)} "
                           f"and {list(b.shape)}")
@@ -356,7 +356,7 @@ def _block_function_grad(opdef: Any, op: Any, grad: Tensor) -> Tensor:
 
 @op("MatrixExponential", inputs="input: T", outputs="output: T", types={"T": DECOMP},
     shape=lambda b: _matrix_shape(b))
-async def MatrixExponential(k, x):
+def MatrixExponential(k, x):
     return _per_matrix(sla.expm, x, k.out_dtypes[0])
 
 
@@ -367,7 +367,7 @@ def _matrix_exponential_grad(op: Any, grad: Tensor) -> Tensor:
 
 @op("MatrixSquareRoot", inputs="input: T", outputs="output: T", types={"T": DECOMP},
     shape=lambda b: _matrix_shape(b))
-async def MatrixSquareRoot(k, x):
+def MatrixSquareRoot(k, x):
     return _per_matrix(lambda a: sla.sqrtm(a), x, k.out_dtypes[0])
 
 
@@ -378,7 +378,7 @@ def _matrix_square_root_grad(op: Any, grad: Tensor) -> Tensor:
 
 @op("MatrixLogarithm", inputs="input: T", outputs="output: T", types={"T": COMPLEX},
     shape=lambda b: _matrix_shape(b), differentiable=False)
-async def MatrixLogarithm(k, x):
+def MatrixLogarithm(k, x):
     return _per_matrix(sla.logm, x, k.out_dtypes[0])
 
 
@@ -432,7 +432,7 @@ def _solve_ls_shape(b: BuildContext) -> TensorShape:
 
 @op("MatrixSolveLs", inputs="matrix: T, rhs: T, l2_regularizer: float64", outputs="output: T",
     types={"T": DECOMP}, attrs={"fast": True}, shape=_solve_ls_shape)
-async def MatrixSolveLs(k, a, rhs, l2):
+def MatrixSolveLs(k, a, rhs, l2):
     a, rhs, l2 = _work(a), _work(rhs), float(l2)
     if not k.fast:  # TF's complete orthogonal decomposition: the minimum-norm solution; l2 is not used
         flat_a = a.reshape((-1,) + a.shape[-2:])

@@ -68,7 +68,7 @@ def _adj(x: np.ndarray) -> np.ndarray:
 # -- inverse, determinant ---------------------------------------------------------------------------------
 @op("MatrixInverse", inputs="input: T", outputs="output: T", types={"T": FLOAT_COMPLEX}, attrs={"adjoint": False},
     shape=_square_shape)
-async def MatrixInverse(k, x):
+def MatrixInverse(k, x):
     x = _adj(x) if k.adjoint else x
     try:
         out = np.linalg.inv(x)
@@ -87,7 +87,7 @@ def _matrix_inverse_grad(op: Any, grad: Tensor) -> Tensor:
 
 
 @op("MatrixDeterminant", inputs="input: T", outputs="output: T", types={"T": FLOAT_COMPLEX}, shape=_batch_shape)
-async def MatrixDeterminant(k, x):
+def MatrixDeterminant(k, x):
     return np.asarray(np.linalg.det(x)).astype(k.out_dtypes[0])
 
 
@@ -100,7 +100,7 @@ def _matrix_determinant_grad(op: Any, grad: Tensor) -> Tensor:
 
 @op("LogMatrixDeterminant", inputs="input: T", outputs="sign: T, log_abs_determinant: T",
     types={"T": FLOAT_COMPLEX}, shape=lambda b: [_batch_shape(b), _batch_shape(b)])
-async def LogMatrixDeterminant(k, x):
+def LogMatrixDeterminant(k, x):
     sign, logdet = np.linalg.slogdet(x)
     dt = k.out_dtypes[0]
     return np.asarray(sign).astype(dt), np.asarray(logdet).astype(dt)
@@ -129,7 +129,7 @@ def log_matrix_determinant(input: Any, name: str | None = None) -> tuple[Tensor,
 
 # -- cholesky and solves --------------------------------------------------------------------------------------
 @op("Cholesky", inputs="input: T", outputs="output: T", types={"T": FLOAT_COMPLEX}, shape=_square_shape)
-async def Cholesky(k, x):
+def Cholesky(k, x):
     try:
         return np.linalg.cholesky(x).astype(k.out_dtypes[0])
     except np.linalg.LinAlgError:
@@ -164,7 +164,7 @@ def _solve_shape(b: BuildContext) -> TensorShape:
 
 @op("MatrixSolve", inputs="matrix: T, rhs: T", outputs="output: T", types={"T": FLOAT_COMPLEX},
     attrs={"adjoint": False}, shape=_solve_shape)
-async def MatrixSolve(k, a, rhs):
+def MatrixSolve(k, a, rhs):
     a = _adj(a) if k.adjoint else a
     try:
         return np.linalg.solve(a, rhs).astype(k.out_dtypes[0])
@@ -183,7 +183,7 @@ def _matrix_solve_grad(op: Any, grad: Tensor) -> list[Tensor]:
 
 @op("MatrixTriangularSolve", inputs="matrix: T, rhs: T", outputs="output: T", types={"T": FLOAT_COMPLEX},
     attrs={"lower": True, "adjoint": False}, shape=_solve_shape)
-async def MatrixTriangularSolve(k, a, rhs):
+def MatrixTriangularSolve(k, a, rhs):
     tri = np.tril(a) if k.lower else np.triu(a)  # only the named triangle is read, as TF
     if np.any(np.diagonal(tri, axis1=-2, axis2=-1) == 0):
         raise _invalid(k, "Input matrix is not invertible.")
@@ -235,7 +235,7 @@ def _matrix_diag_part_shape(b: BuildContext) -> TensorShape:
 
 
 @op("MatrixDiag", inputs="diagonal: T", outputs="output: T", types={"T": ALL_TYPES}, shape=_matrix_diag_shape)
-async def MatrixDiag(k, d):
+def MatrixDiag(k, d):
     n = d.shape[-1]
     out = np.zeros(d.shape + (n,), d.dtype)
     idx = np.arange(n)
@@ -245,7 +245,7 @@ async def MatrixDiag(k, d):
 
 @op("MatrixDiagPart", inputs="input: T", outputs="diagonal: T", types={"T": ALL_TYPES},
     shape=_matrix_diag_part_shape)
-async def MatrixDiagPart(k, x):
+def MatrixDiagPart(k, x):
     return np.ascontiguousarray(np.diagonal(x, axis1=-2, axis2=-1))
 
 
@@ -259,7 +259,7 @@ def _set_diag_shape(b: BuildContext) -> TensorShape:
 
 @op("MatrixSetDiag", inputs="input: T, diagonal: T", outputs="output: T", types={"T": ALL_TYPES},
     shape=_set_diag_shape)
-async def MatrixSetDiag(k, x, d):
+def MatrixSetDiag(k, x, d):
     n = min(x.shape[-2:])
     if d.shape != x.shape[:-2] + (n,):
         raise _invalid(k, f"diagonal must have shape {list(x.shape[:-2]) + [n]}, got {list(d.shape)}")
@@ -272,7 +272,7 @@ async def MatrixSetDiag(k, x, d):
 @op("MatrixBandPart", inputs="input: T, num_lower: Tindex, num_upper: Tindex", outputs="band: T",
     types={"T": ALL_TYPES, "Tindex": INDEX}, type_defaults={"Tindex": dtypes.int32},
     shape=lambda b: _matrix_shape(b, square=False))
-async def MatrixBandPart(k, x, lower, upper):
+def MatrixBandPart(k, x, lower, upper):
     m, n = x.shape[-2:]
     lower, upper = int(lower), int(upper)
     if lower > m or upper > n:
@@ -318,13 +318,13 @@ def _diag_part_shape(b: BuildContext) -> TensorShape:
 
 
 @op("Diag", inputs="diagonal: T", outputs="output: T", types={"T": NUMERIC}, shape=_diag_shape)
-async def Diag(k, d):
+def Diag(k, d):
     flat = d.reshape(-1)
     return np.diag(flat).reshape(d.shape + d.shape)
 
 
 @op("DiagPart", inputs="input: T", outputs="diagonal: T", types={"T": NUMERIC}, shape=_diag_part_shape)
-async def DiagPart(k, x):
+def DiagPart(k, x):
     half = x.ndim // 2
     if x.ndim % 2 or x.shape[:half] != x.shape[half:]:
         raise _invalid(k, f"input must have shape [D1..Dk, D1..Dk], got {list(x.shape)}")

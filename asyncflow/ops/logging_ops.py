@@ -102,7 +102,7 @@ def _prepare_print(k: Any) -> None:
 @op("Print", inputs="input: T, data: U", outputs="output: T", types={"T": ALL_TYPES, "U": TypeList(ALL_TYPES)},
     attrs={"message": "", "first_n": -1, "summarize": 3}, shape=same_as_input, stateful=True,
     prepare=_prepare_print)
-async def print_v1(k, input, *data):
+def print_v1(k, input, *data):
     if k.first_n < 0 or k.printed < k.first_n:
         k.printed += 1
         sys.stderr.write(k.message + "".join(_bracketed(d, k.summarize) for d in data) + "\n")
@@ -128,7 +128,7 @@ def Print(input_: Any, data: Any, message: str | None = None, first_n: int | Non
 # -- print (PrintV2) --------------------------------------------------------------------------------
 @op("PrintV2", inputs="input: string", attrs={"output_stream": "stderr", "end": "\n"}, stateful=True,
     differentiable=False, shape=lambda b: [])
-async def print_v2(k, text):
+def print_v2(k, text):
     stream = _streams()[k.output_stream]
     stream.write(_element(np.asarray(text)[()]) + k.end)
     stream.flush()
@@ -137,7 +137,7 @@ async def print_v2(k, text):
 @op("StringFormat", inputs="inputs: T", outputs="output: string", types={"T": TypeList(ALL_TYPES)},
     attrs={"template": "%s", "placeholder": "%s", "summarize": 3}, differentiable=False,
     shape=lambda b: [TensorShape([])])
-async def string_format(k, *inputs):
+def string_format(k, *inputs):
     parts = k.template.split(k.placeholder)
     if len(parts) != len(inputs) + 1:
         raise errors.InvalidArgumentError(
@@ -188,7 +188,7 @@ def print(*inputs: Any, **kwargs: Any) -> Operation:  # noqa: A001 - TF's name
 # -- Assert -----------------------------------------------------------------------------------------
 @op("Assert", inputs="condition: bool, data: T", types={"T": TypeList(ALL_TYPES)}, attrs={"summarize": 3},
     stateful=True, differentiable=False, shape=lambda b: [])
-async def assert_op(k, condition, *data):
+def assert_op(k, condition, *data):
     if not np.all(condition):
         shown = " ".join(_bracketed(d, k.summarize) for d in data)
         raise errors.InvalidArgumentError(None, k.op, f"assertion failed: {shown}")
@@ -208,7 +208,7 @@ def Assert(condition: Any, data: Any, summarize: int | None = None, name: str | 
 # -- check_numerics ---------------------------------------------------------------------------------
 @op("CheckNumerics", inputs="tensor: T", outputs="output: T", types={"T": FLOAT}, attrs={"message": ""},
     shape=same_as_input)
-async def check_numerics_op(k, tensor):
+def check_numerics_op(k, tensor):
     arr = np.asarray(tensor)
     nan, inf = bool(np.isnan(arr).any()), bool(np.isinf(arr).any())
     if nan or inf:

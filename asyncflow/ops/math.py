@@ -286,7 +286,7 @@ LogicalOr = _logical("LogicalOr", np.logical_or)
 
 
 @op("LogicalNot", inputs="x: bool", outputs="y: bool", shape=same_as_input, differentiable=False)
-async def LogicalNot(k, x):
+def LogicalNot(k, x):
     return np.logical_not(x)
 
 
@@ -333,7 +333,7 @@ def _cast_value(x: np.ndarray, dst: np.dtype) -> np.ndarray:
 
 @op("Cast", inputs="x: SrcT", outputs="y: DstT", types={"SrcT": ALL_TYPES, "DstT": ALL_TYPES},
     attrs={"Truncate": False}, shape=same_as_input)
-async def Cast(k, x):
+def Cast(k, x):
     if (k.SrcT == dtypes.string) != (k.DstT == dtypes.string):
         raise _errors.UnimplementedError(
             None, None, f"Cast '{k.name}': Cast {k.SrcT.name} to {k.DstT.name} is not supported")

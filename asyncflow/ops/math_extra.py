@@ -378,7 +378,7 @@ def is_strictly_increasing(x: Any, name: str | None = None) -> Tensor:
 @op("Bincount", inputs="arr: int32, size: int32, weights: T", outputs="bins: T",
     types={"T": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)},
     shape=lambda b: TensorShape([None if b.const(1) is None else int(b.const(1))]), differentiable=False)
-async def Bincount(k, arr, size_, weights):
+def Bincount(k, arr, size_, weights):
     arr, n = np.asarray(arr).reshape(-1), int(size_)
     if n < 0:
         raise errors.InvalidArgumentError(None, k.op, f"Bincount '{k.name}': size must be non-negative, got {n}")

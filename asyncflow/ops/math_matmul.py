@@ -58,7 +58,7 @@ def _low_precision_matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 @op("MatMul", inputs="a: T, b: T", outputs="product: T", types={"T": MATMUL_TYPES},
     attrs={"transpose_a": False, "transpose_b": False}, shape=_matmul_shape)
-async def MatMul(k, a, b):
+def MatMul(k, a, b):
     if np.ndim(a) != 2 or np.ndim(b) != 2:
         raise ValueError(f"In[0] and In[1] must be matrices, got shapes {list(np.shape(a))} and "
                          f"{list(np.shape(b))}")
@@ -104,7 +104,7 @@ def _batch_matmul_shape(b: BuildContext) -> TensorShape:
 
 @op("BatchMatMulV2", inputs="x: T, y: T", outputs="output: T", types={"T": BATCH_MATMUL_TYPES},
     attrs={"adj_x": False, "adj_y": False}, shape=_batch_matmul_shape)
-async def BatchMatMulV2(k, x, y):
+def BatchMatMulV2(k, x, y):
     if np.ndim(x) < 2 or np.ndim(y) < 2:
         raise ValueError(f"In[0] and In[1] must have rank >= 2, got shapes {list(np.shape(x))} and "
                          f"{list(np.shape(y))}")

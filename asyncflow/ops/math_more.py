@@ -354,7 +354,7 @@ _COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex1
 
 @op("Complex", inputs="real: T, imag: T", outputs="out: Tout", types={"T": F32_64, "Tout": COMPLEX},
     type_defaults={"T": dtypes.float32, "Tout": dtypes.complex64}, shape=broadcast)
-async def Complex(k, re, im):
+def Complex(k, re, im):
     return as_out(np.asarray(re) + 1j * np.asarray(im), k.out_dtypes[0])
 
 

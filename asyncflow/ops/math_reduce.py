@@ -376,7 +376,7 @@ def _add_n_shape(b: BuildContext) -> TensorShape:
 
 @op("AddN", inputs="inputs: N * T", outputs="sum: T", types={"T": NUMERIC}, shape=_add_n_shape,
     commutative=True)
-async def AddN(k, *xs):
+def AddN(k, *xs):
     shape = np.shape(xs[0])
     for i, x in enumerate(xs):
         if getattr(x, "shape", None) != shape:
@@ -437,7 +437,7 @@ def _select_shape(b: BuildContext) -> TensorShape:
 
 @op("Select", inputs="condition: bool, t: T, e: T", outputs="output: T", types={"T": ALL_TYPES},
     shape=_select_shape)
-async def Select(k, cond, t, e):
+def Select(k, cond, t, e):
     if np.shape(t) != np.shape(e):
         raise ValueError(f"'then' and 'else' must have the same size. but received: {list(np.shape(t))} vs. "
                          f"{list(np.shape(e))}")
@@ -463,7 +463,7 @@ def _select_grad(op: Any, grad: Tensor) -> list[Any]:
 
 @op("SelectV2", inputs="condition: bool, t: T, e: T", outputs="output: T", types={"T": ALL_TYPES},
     shape=broadcast_all)
-async def SelectV2(k, cond, t, e):
+def SelectV2(k, cond, t, e):
     return as_out(np.where(cond, t, e), k.out_dtypes[0])
 
 
@@ -481,7 +481,7 @@ def _where_shape(b: BuildContext) -> TensorShape:
 
 @op("Where", inputs="input: T", outputs="index: int64", types={"T": WHERE_TYPES},
     type_defaults={"T": dtypes.bool}, shape=_where_shape, differentiable=False)
-async def Where(k, x):
+def Where(k, x):
     if np.ndim(x) == 0:
         raise ValueError("WhereOp: input must have rank >= 1, got a scalar")
     return np.argwhere(x).astype(np.int64)
@@ -574,7 +574,7 @@ def _range_shape(b: BuildContext) -> TensorShape:
 @op("Range", inputs="start: Tidx, limit: Tidx, delta: Tidx", outputs="output: Tidx",
     types={"Tidx": RANGE_TYPES}, type_defaults={"Tidx": dtypes.int32}, shape=_range_shape,
     differentiable=False)
-async def Range(k, start, limit, delta):
+def Range(k, start, limit, delta):
     for v, arg in ((start, "start"), (limit, "limit"), (delta, "delta")):
         if np.size(v) != 1 or np.ndim(v) > 1:
             raise ValueError(f"{arg} must be a scalar, not shape {list(np.shape(v))}")

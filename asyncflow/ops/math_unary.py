@@ -168,7 +168,7 @@ IsFinite = _unary("IsFinite", np.isfinite, FLOAT, out="bool", differentiable=Fal
 
 @op("Conj", inputs="input: T", outputs="output: T", types={"T": COMPLEX}, shape=same_as_input,
     type_defaults={"T": dtypes.complex64})
-async def Conj(k, x):
+def Conj(k, x):
     return np.conj(x)
 
 
@@ -179,7 +179,7 @@ def _conj_grad(op: Any, grad: Tensor) -> Tensor:
 
 @op("ComplexAbs", inputs="x: T", outputs="y: Tout", shape=same_as_input,
     types={"T": COMPLEX, "Tout": (dtypes.float32, dtypes.float64)}, type_defaults={"Tout": dtypes.float32})
-async def ComplexAbs(k, x):
+def ComplexAbs(k, x):
     return as_out(np.abs(x), k.out_dtypes[0])
 
 

@@ -162,7 +162,7 @@ def _conv2d_shape(b: BuildContext) -> TensorShape:
     attrs={"strides": REQUIRED, "use_cudnn_on_gpu": True, "padding": REQUIRED, "explicit_paddings": [],
            "data_format": "NHWC", "dilations": [1, 1, 1, 1]},
     shape=_conv2d_shape)
-async def conv2d_op(k, input, filter):  # noqa: A002 - TF's argument names
+def conv2d_op(k, input, filter):  # noqa: A002 - TF's argument names
     _only_spatial(k, k.strides, "strides", "Current implementation does not yet support strides in the batch "
                                            "and depth dimensions.")
     _only_spatial(k, k.dilations, "dilations", "Current implementation does not yet support dilations in the "
@@ -323,7 +323,7 @@ def _offsets(x: np.ndarray, ksize: tuple[int, int], strides: tuple[int, int], ou
     attrs={"ksize": REQUIRED, "strides": REQUIRED, "padding": REQUIRED, "explicit_paddings": [],
            "data_format": "NHWC"},
     shape=_pool_shape)
-async def max_pool_op(k, input):  # noqa: A002
+def max_pool_op(k, input):  # noqa: A002
     x = np.asarray(input)
     lowest = -np.inf if x.dtype.kind == "f" or str(x.dtype) == "bfloat16" else np.iinfo(x.dtype).min
     x, ksize, strides, (oh, ow), _ = _pool_windows(k, x, lowest)
@@ -346,7 +346,7 @@ def _max_pool_grad(op: Operation, grad: Tensor) -> Tensor:
 @op("AvgPool", inputs="value: T", outputs="output: T", types={"T": FLOAT},
     attrs={"ksize": REQUIRED, "strides": REQUIRED, "padding": REQUIRED, "data_format": "NHWC"},
     shape=_pool_shape)
-async def avg_pool_op(k, value):
+def avg_pool_op(k, value):
     x = widen(np.asarray(value))
     n, in_h, in_w, _ = _nhwc(x, k.data_format).shape
     x, ksize, strides, (oh, ow), pads = _pool_windows(k, x, 0)

@@ -123,7 +123,7 @@ def _conv2d_backprop_input_shape(b: BuildContext) -> TensorShape:
 @op("Conv2DBackpropInput", inputs="input_sizes: int32, filter: T, out_backprop: T", outputs="output: T",
     types={"T": (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int32)},
     attrs=dict(_CONV_ATTR_DEFAULTS), shape=_conv2d_backprop_input_shape)
-async def conv2d_backprop_input_op(k, input_sizes, filter, out_backprop):  # noqa: A002 - TF's argument names
+def conv2d_backprop_input_op(k, input_sizes, filter, out_backprop):  # noqa: A002 - TF's argument names
     _check_conv_attrs(k)
     w, dy = widen(filter), widen(_nhwc(np.asarray(out_backprop), k.data_format))
     if w.ndim != 4 or dy.ndim != 4:
@@ -177,7 +177,7 @@ def _conv2d_backprop_filter_shape(b: BuildContext) -> TensorShape:
 
 @op("Conv2DBackpropFilter", inputs="input: T, filter_sizes: int32, out_backprop: T", outputs="output: T",
     types={"T": FLOAT}, attrs=dict(_CONV_ATTR_DEFAULTS), shape=_conv2d_backprop_filter_shape)
-async def conv2d_backprop_filter_op(k, input, filter_sizes, out_backprop):  # noqa: A002
+def conv2d_backprop_filter_op(k, input, filter_sizes, out_backprop):  # noqa: A002
     _check_conv_attrs(k)
     x, dy = widen(_nhwc(np.asarray(input), k.data_format)), widen(_nhwc(np.asarray(out_backprop), k.data_format))
     if x.ndim != 4 or dy.ndim != 4:
@@ -274,7 +274,7 @@ _POOL_ATTRS = {"ksize": REQUIRED, "strides": REQUIRED, "padding": REQUIRED, "dat
 
 @op("MaxPoolGrad", inputs="orig_input: T, orig_output: T, grad: T", outputs="output: T", types={"T": REAL},
     type_defaults={"T": dtypes.float32}, attrs={**_POOL_ATTRS, "explicit_paddings": []}, shape=_max_pool_grad_shape)
-async def max_pool_grad_op(k, orig_input, orig_output, grad):
+def max_pool_grad_op(k, orig_input, orig_output, grad):
     x, g = _nhwc(np.asarray(orig_input), k.data_format), _nhwc(np.asarray(grad), k.data_format)
     if x.ndim != 4 or g.ndim != 4 or np.ndim(orig_output) != 4:
         raise ValueError(f"MaxPoolGrad '{k.name}': orig_input, orig_output and grad must be 4-D, got shapes "
@@ -303,7 +303,7 @@ def _max_pool_grad_grad_shape(b: BuildContext) -> TensorShape:
 
 @op("MaxPoolGradGrad", inputs="orig_input: T, orig_output: T, grad: T", outputs="output: T", types={"T": REAL},
     attrs=dict(_POOL_ATTRS), shape=_max_pool_grad_grad_shape)
-async def max_pool_grad_grad_op(k, orig_input, orig_output, grad):
+def max_pool_grad_grad_op(k, orig_input, orig_output, grad):
     x, g = _nhwc(np.asarray(orig_input), k.data_format), _nhwc(np.asarray(grad), k.data_format)
     if x.ndim != 4 or g.shape != x.shape:
         raise ValueError(f"MaxPoolGradGrad '{k.name}': orig_input and grad must be 4-D of the same shape, got "
@@ -353,7 +353,7 @@ def _avg_pool_grad_shape(b: BuildContext) -> TensorShape:
 
 @op("AvgPoolGrad", inputs="orig_input_shape: int32, grad: T", outputs="output: T", types={"T": FLOAT},
     attrs=dict(_POOL_ATTRS), shape=_avg_pool_grad_shape)
-async def avg_pool_grad_op(k, orig_input_shape, grad):
+def avg_pool_grad_op(k, orig_input_shape, grad):
     sizes = _sizes_value(k, orig_input_shape, "orig_input_shape", (4,))
     h, w, c = _spatial_index(k.data_format)
     n, in_h, in_w, depth = sizes[0], sizes[h], sizes[w], sizes[c]

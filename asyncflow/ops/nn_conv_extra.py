@@ -186,7 +186,7 @@ def _grouped(k, w: np.ndarray, depth: int) -> np.ndarray:
 
 @op("DepthwiseConv2dNative", inputs="input: T, filter: T", outputs="output: T", types=_DEPTHWISE_TYPES,
     attrs=dict(_DEPTHWISE_ATTRS), shape=_depthwise_shape)
-async def depthwise_conv2d_native_op(k, input, filter):  # noqa: A002 - TF's argument names
+def depthwise_conv2d_native_op(k, input, filter):  # noqa: A002 - TF's argument names
     _check_depthwise(k)
     x = widen(_nhwc(np.asarray(input), k.data_format))
     if x.ndim != 4:
@@ -224,7 +224,7 @@ def _depthwise_backprop_input_shape(b: BuildContext) -> TensorShape:
 
 @op("DepthwiseConv2dNativeBackpropInput", inputs="input_sizes: int32, filter: T, out_backprop: T",
     outputs="output: T", types=_DEPTHWISE_TYPES, attrs=dict(_DEPTHWISE_ATTRS), shape=_depthwise_backprop_input_shape)
-async def depthwise_conv2d_native_backprop_input_op(k, input_sizes, filter, out_backprop):  # noqa: A002
+def depthwise_conv2d_native_backprop_input_op(k, input_sizes, filter, out_backprop):  # noqa: A002
     _check_depthwise(k)
     dy = widen(_nhwc(np.asarray(out_backprop), k.data_format))
     sizes = _sizes_value(k, input_sizes, "input_sizes", (4,))
@@ -252,7 +252,7 @@ def _depthwise_backprop_filter_shape(b: BuildContext) -> TensorShape:
 
 @op("DepthwiseConv2dNativeBackpropFilter", inputs="input: T, filter_sizes: int32, out_backprop: T",
     outputs="output: T", types=_DEPTHWISE_TYPES, attrs=dict(_DEPTHWISE_ATTRS), shape=_depthwise_backprop_filter_shape)
-async def depthwise_conv2d_native_backprop_filter_op(k, input, filter_sizes, out_backprop):  # noqa: A002
+def depthwise_conv2d_native_backprop_filter_op(k, input, filter_sizes, out_backprop):  # noqa: A002
     _check_depthwise(k)
     x, dy = widen(_nhwc(np.asarray(input), k.data_format)), widen(_nhwc(np.asarray(out_backprop), k.data_format))
     if x.ndim != 4 or dy.ndim != 4:

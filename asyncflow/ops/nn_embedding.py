@@ -46,7 +46,7 @@ def _dynamic_partition_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("DynamicPartition", inputs="data: T, partitions: int32", outputs="outputs: num_partitions * T",
     types={"T": ALL_TYPES}, attrs={"num_partitions": REQUIRED}, shape=_dynamic_partition_shape)
-async def dynamic_partition_op(k, data, partitions):
+def dynamic_partition_op(k, data, partitions):
     data, partitions = np.asarray(data), np.asarray(partitions)
     if data.shape[: partitions.ndim] != partitions.shape:
         raise ValueError(f"DynamicPartition '{k.name}': data.shape must start with partitions.shape, got data "

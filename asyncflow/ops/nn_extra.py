@@ -45,7 +45,7 @@ def _top_k_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("TopKV2", inputs="input: T, k: int32", outputs="values: T, indices: int32", types={"T": REAL},
     attrs={"sorted": True}, shape=_top_k_shape)
-async def top_k_op(k, x, kk):
+def top_k_op(k, x, kk):
     kk = int(kk)
     x = np.asarray(x)
     if kk < 0 or x.ndim < 1 or x.shape[-1] < kk:
@@ -82,7 +82,7 @@ def top_k(input: Any, k: Any = 1, sorted: bool = True, name: str | None = None) 
     type_defaults={"T": dtypes.int32}, shape=lambda b: [TensorShape([b.shape(0).as_list()[0]
                                                                      if b.shape(0).ndims else None])],
     differentiable=False)
-async def in_top_k_op(k, predictions, targets, kk):
+def in_top_k_op(k, predictions, targets, kk):
     p = np.asarray(predictions, np.float32)
     t = np.asarray(targets)
     if p.ndim != 2 or t.shape != (p.shape[0],):
@@ -124,7 +124,7 @@ def _rank4(b: BuildContext) -> list[TensorShape]:
 
 
 @op("LRN", inputs="input: T", outputs="output: T", types=_LRN_TYPES, attrs=_LRN_ATTRS, shape=_rank4)
-async def lrn_op(k, x):
+def lrn_op(k, x):
     x64 = np.asarray(x, np.float64)
     norm = k.bias + k.alpha * _window_sum(x64 * x64, int(k.depth_radius))
     return (x64 * norm ** -k.beta).astype(k.out_dtypes[0])
@@ -132,7 +132,7 @@ async def lrn_op(k, x):
 
 @op("LRNGrad", inputs="input_grads: T, input_image: T, output_image: T", outputs="output: T", types=_LRN_TYPES,
     attrs=_LRN_ATTRS, shape=lambda b: [b.shape(1)], differentiable=False)
-async def lrn_grad_op(k, grads, x, _y):
+def lrn_grad_op(k, grads, x, _y):
     g, x64 = np.asarray(grads, np.float64), np.asarray(x, np.float64)
     r = int(k.depth_radius)
     norm = k.bias + k.alpha * _window_sum(x64 * x64, r)

@@ -41,7 +41,7 @@ def _xent_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("SoftmaxCrossEntropyWithLogits", inputs="features: T, labels: T", outputs="loss: T, backprop: T",
     types={"T": FLOAT}, shape=_xent_shape)
-async def softmax_cross_entropy_with_logits_op(k, features, labels):
+def softmax_cross_entropy_with_logits_op(k, features, labels):
     features, labels = _wide(features), _wide(labels)
     if features.ndim != 2 or labels.ndim != 2:
         raise ValueError(f"SoftmaxCrossEntropyWithLogits '{k.name}': logits and labels must be 2-dimensional, "
@@ -108,7 +108,7 @@ def _sparse_xent_shape(b: BuildContext) -> list[TensorShape]:
 @op("SparseSoftmaxCrossEntropyWithLogits", inputs="features: T, labels: Tlabels",
     outputs="loss: T, backprop: T", types={"T": FLOAT, "Tlabels": (dtypes.int32, dtypes.int64)},
     type_defaults={"Tlabels": dtypes.int64}, shape=_sparse_xent_shape)
-async def sparse_softmax_cross_entropy_with_logits_op(k, features, labels):
+def sparse_softmax_cross_entropy_with_logits_op(k, features, labels):
     features, labels = _wide(features), np.asarray(labels)
     if features.ndim != 2 or labels.ndim != 1 or features.shape[0] != labels.shape[0]:
         raise ValueError(f"SparseSoftmaxCrossEntropyWithLogits '{k.name}': logits must be 2-D and labels 1-D "

@@ -93,7 +93,7 @@ _BN_ATTRS = {"epsilon": 0.0001, "data_format": "NHWC", "is_training": True}
     outputs="y: T, batch_mean: U, batch_variance: U, reserve_space_1: U, reserve_space_2: U, reserve_space_3: U",
     types=_TYPES, type_defaults={"U": dtypes.float32}, attrs={**_BN_ATTRS, "exponential_avg_factor": 1.0},
     shape=_fused_batch_norm_shape)
-async def fused_batch_norm_op(k, x, scale, offset, mean, variance):
+def fused_batch_norm_op(k, x, scale, offset, mean, variance):
     c = _channel_axis(k.data_format)
     xc = np.moveaxis(widen(x), c, -1).astype(np.float64)  # channels last; float64 so the sums round once
     depth = xc.shape[-1]
@@ -159,7 +159,7 @@ def _fused_batch_norm_grad_shape(b: BuildContext) -> list[TensorShape]:
     inputs="y_backprop: T, x: T, scale: float32, reserve_space_1: U, reserve_space_2: U, reserve_space_3: U",
     outputs="x_backprop: T, scale_backprop: U, offset_backprop: U, reserve_space_4: U, reserve_space_5: U",
     types=_TYPES, type_defaults={"U": dtypes.float32}, attrs=dict(_BN_ATTRS), shape=_fused_batch_norm_grad_shape)
-async def fused_batch_norm_grad_op(k, y_backprop, x, scale, reserve_space_1, reserve_space_2, reserve_space_3):
+def fused_batch_norm_grad_op(k, y_backprop, x, scale, reserve_space_1, reserve_space_2, reserve_space_3):
     c = _channel_axis(k.data_format)
     xc = np.moveaxis(widen(x), c, -1).astype(np.float64)
     dy = np.moveaxis(widen(y_backprop), c, -1).astype(np.float64)

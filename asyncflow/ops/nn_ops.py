@@ -170,7 +170,7 @@ def _softmax_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @op("Softmax", inputs="logits: T", outputs="softmax: T", types={"T": FLOAT}, shape=_at_least_rank(1))
-async def softmax_op(k, logits):
+def softmax_op(k, logits):
     shifted, log_sum = _softmax_rows(_wide(logits))
     return np.exp(shifted - log_sum).astype(k.out_dtypes[0], copy=False)
 
@@ -183,7 +183,7 @@ def _softmax_grad(op: Operation, grad: Any) -> Tensor:
 
 
 @op("LogSoftmax", inputs="logits: T", outputs="logsoftmax: T", types={"T": FLOAT}, shape=_at_least_rank(1))
-async def log_softmax_op(k, logits):
+def log_softmax_op(k, logits):
     shifted, log_sum = _softmax_rows(_wide(logits))
     return (shifted - log_sum).astype(k.out_dtypes[0], copy=False)
 
@@ -238,7 +238,7 @@ def log_softmax(logits: Any, axis: int | None = None, name: str | None = None, d
 
 # -- l2_loss, bias_add -------------------------------------------------------------------------------------
 @op("L2Loss", inputs="t: T", outputs="output: T", types={"T": FLOAT}, shape=lambda b: TensorShape([]))
-async def l2_loss_op(k, t):
+def l2_loss_op(k, t):
     t = _wide(t)
     return k.out_dtypes[0](np.sum(t * t) / 2)
 
@@ -274,7 +274,7 @@ def _bias_add_shape(b: BuildContext) -> TensorShape:
 
 @op("BiasAdd", inputs="value: T, bias: T", outputs="output: T", types={"T": NUMERIC},
     attrs={"data_format": "NHWC"}, shape=_bias_add_shape)
-async def bias_add_op(k, value, bias):
+def bias_add_op(k, value, bias):
     value, bias = np.asarray(value), np.asarray(bias)
     channel = 1 if k.data_format == "NCHW" else value.ndim - 1
     if bias.ndim != 1 or value.ndim < 2 or value.shape[channel] != bias.shape[0]:

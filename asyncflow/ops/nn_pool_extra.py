@@ -185,7 +185,7 @@ _ARGMAX_ATTRS = {"ksize": REQUIRED, "strides": REQUIRED, "padding": REQUIRED, "i
 @op("MaxPoolWithArgmax", inputs="input: T", outputs="output: T, argmax: Targmax",
     types={"T": REAL, "Targmax": INDEX}, type_defaults={"Targmax": dtypes.int64}, attrs=dict(_ARGMAX_ATTRS),
     shape=_argmax_pool_shape, prepare=_nhwc_only)
-async def max_pool_with_argmax_op(k, input):  # noqa: A002
+def max_pool_with_argmax_op(k, input):  # noqa: A002
     x = np.asarray(input)
     if x.ndim != 4:
         raise ValueError(f"MaxPoolWithArgmax '{k.name}': input must be 4-D, got shape {list(x.shape)}")
@@ -210,7 +210,7 @@ def _argmax_grad_shape(b: BuildContext) -> TensorShape:
 
 @op("MaxPoolGradWithArgmax", inputs="input: T, grad: T, argmax: Targmax", outputs="output: T",
     types={"T": REAL, "Targmax": INDEX}, attrs=dict(_ARGMAX_ATTRS), shape=_argmax_grad_shape)
-async def max_pool_grad_with_argmax_op(k, input, grad, argmax):  # noqa: A002
+def max_pool_grad_with_argmax_op(k, input, grad, argmax):  # noqa: A002
     x, g, where = np.asarray(input), np.asarray(grad), np.asarray(argmax, np.int64)
     if g.shape != where.shape or x.ndim != 4:
         raise ValueError(f"MaxPoolGradWithArgmax '{k.name}': grad and argmax must have the pool's output shape, got "

@@ -165,7 +165,7 @@ def fixed_unigram_candidate_sampler(true_classes: Any, num_true: int, num_sample
 @op("ComputeAccidentalHits", inputs="true_classes: int64, sampled_candidates: int64",
     outputs="indices: int32, ids: int64, weights: float32", attrs={"num_true": 1, "seed": 0, "seed2": 0},
     shape=lambda b: [TensorShape([None])] * 3, differentiable=False)
-async def compute_accidental_hits_op(k, true_classes, sampled):
+def compute_accidental_hits_op(k, true_classes, sampled):
     true, sampled = np.asarray(true_classes, np.int64), np.asarray(sampled, np.int64)
     rows, cols = np.nonzero((true[:, :, None] == sampled[None, None, :]).any(axis=1))
     return rows.astype(np.int32), cols.astype(np.int64), np.full(len(rows), -_FLT_MAX, np.float32)

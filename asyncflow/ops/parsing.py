@@ -68,7 +68,7 @@ _NUMBER_TYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dty
 
 @op("StringToNumber", inputs="string_tensor: string", outputs="output: out_type", types={"out_type": _NUMBER_TYPES},
     type_defaults={"out_type": dtypes.float32}, shape=lambda b: b.shape(0), **_TRAITS)
-async def string_to_number_op(k, strings):
+def string_to_number_op(k, strings):
     parse = _parser(dtypes.as_dtype(k.out_type))
     arr = np.asarray(strings, dtype=object)
     out = np.empty(arr.shape, dtype=k.out_dtypes[0])
@@ -98,7 +98,7 @@ def _decode_raw_shape(b: BuildContext) -> TensorShape:
 
 @op("DecodeRaw", inputs="bytes: string", outputs="output: out_type", types={"out_type": _RAW_TYPES},
     attrs={"little_endian": True}, shape=_decode_raw_shape, **_TRAITS)
-async def decode_raw_op(k, data):
+def decode_raw_op(k, data):
     np_type = np.dtype(k.out_dtypes[0])
     arr = np.asarray(data, dtype=object)
     flat = [_as_bytes(v) for v in arr.reshape(-1)]
@@ -185,7 +185,7 @@ def split_csv_record(record: bytes, delim: int, quotes: bool, select: set[int] |
 @op("DecodeCSV", inputs="records: string, record_defaults: OUT_TYPE", outputs="output: OUT_TYPE",
     types={"OUT_TYPE": _CSV_TYPES}, attrs={"field_delim": ",", "use_quote_delim": True, "na_value": "",
                                             "select_cols": []}, shape=_decode_csv_shape, **_TRAITS)
-async def decode_csv_op(k, records, *defaults):
+def decode_csv_op(k, records, *defaults):
     delim = k.field_delim.encode() if isinstance(k.field_delim, str) else k.field_delim
     if len(delim) != 1:
         raise ValueError("field_delim should be only 1 char")

@@ -92,7 +92,7 @@ _SEED_ATTRS = {"seed": 0, "seed2": 0}
 # -- the kernels -----------------------------------------------------------------------------------
 @op("RandomStandardNormal", inputs="shape: T", outputs="output: dtype", types={"dtype": FLOAT, "T": INDEX},
     attrs=_SEED_ATTRS, shape=_shape_from_input, stateful=True, differentiable=False)
-async def random_standard_normal_op(k, shape):
+def random_standard_normal_op(k, shape):
     out = k.out_dtypes[0]
     draw = np.float64 if out == np.float64 else np.float32
     return _as_dtype_out(k, _generator(k).standard_normal(_dims(k, shape), dtype=draw))
@@ -100,7 +100,7 @@ async def random_standard_normal_op(k, shape):
 
 @op("TruncatedNormal", inputs="shape: T", outputs="output: dtype", types={"dtype": FLOAT, "T": INDEX},
     attrs=_SEED_ATTRS, shape=_shape_from_input, stateful=True, differentiable=False)
-async def truncated_normal_op(k, shape):
+def truncated_normal_op(k, shape):
     out = k.out_dtypes[0]
     draw = np.float64 if out == np.float64 else np.float32
     gen = _generator(k)
@@ -126,7 +126,7 @@ def _unit_uniform(gen: np.random.Generator, dims: tuple[int, ...], out: type) ->
 
 @op("RandomUniform", inputs="shape: T", outputs="output: dtype", types={"dtype": FLOAT, "T": INDEX},
     attrs=_SEED_ATTRS, shape=_shape_from_input, stateful=True, differentiable=False)
-async def random_uniform_op(k, shape):
+def random_uniform_op(k, shape):
     return _unit_uniform(_generator(k), _dims(k, shape), k.out_dtypes[0])
 
 
@@ -141,7 +141,7 @@ def _uniform_int_shape(b: BuildContext) -> TensorShape:
 @op("RandomUniformInt", inputs="shape: T, minval: Tout, maxval: Tout", outputs="output: Tout",
     types={"Tout": (dtypes.int32, dtypes.int64), "T": INDEX}, attrs=_SEED_ATTRS, shape=_uniform_int_shape,
     stateful=True, differentiable=False)
-async def random_uniform_int_op(k, shape, minval, maxval):
+def random_uniform_int_op(k, shape, minval, maxval):
     if np.ndim(minval) or np.ndim(maxval):
         raise ValueError(f"RandomUniformInt '{k.name}': minval and maxval must be scalars, got shapes "
                          f"{list(np.shape(minval))} and {list(np.shape(maxval))}")
@@ -157,7 +157,7 @@ async def random_uniform_int_op(k, shape, minval, maxval):
 
 @op("RandomShuffle", inputs="value: T", outputs="output: T", types={"T": ALL_TYPES}, attrs=_SEED_ATTRS,
     shape=lambda b: b.shape(0), stateful=True, differentiable=False)
-async def random_shuffle_op(k, value):
+def random_shuffle_op(k, value):
     value = np.asarray(value)
     if value.ndim == 0 or value.shape[0] <= 1:
         return value

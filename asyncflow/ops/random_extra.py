@@ -82,7 +82,7 @@ def _sample_categorical(k: Any, gen: np.random.Generator, logits: np.ndarray, nu
 @op("Multinomial", inputs="logits: T, num_samples: int32", outputs="output: output_dtype",
     types={"T": dtypes.REAL, "output_dtype": _OUT_INDEX}, type_defaults={"output_dtype": dtypes.int64},
     attrs=_SEED_ATTRS, shape=_multinomial_shape, stateful=True, differentiable=False)
-async def multinomial_op(k, logits, num_samples):
+def multinomial_op(k, logits, num_samples):
     return _sample_categorical(k, _generator(k), logits, num_samples)
 
 
@@ -117,7 +117,7 @@ def _shape_then_param(b: BuildContext) -> TensorShape:
 
 @op("RandomGamma", inputs="shape: S, alpha: T", outputs="output: T", types={"S": INDEX, "T": FLOAT},
     attrs=_SEED_ATTRS, shape=_shape_then_param, stateful=True, differentiable=False)
-async def random_gamma_op(k, shape, alpha):
+def random_gamma_op(k, shape, alpha):
     alpha = np.asarray(alpha, np.float64)
     dims = _dims(k, shape) + alpha.shape
     return _generator(k).standard_gamma(np.broadcast_to(alpha, dims)).astype(k.out_dtypes[0])
@@ -146,7 +146,7 @@ _POISSON_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32, 
 @op("RandomPoissonV2", inputs="shape: S, rate: R", outputs="output: dtype",
     types={"S": INDEX, "R": _POISSON_TYPES, "dtype": _POISSON_TYPES}, type_defaults={"dtype": dtypes.int64},
     attrs=_SEED_ATTRS, shape=_shape_then_param, stateful=True, differentiable=False)
-async def random_poisson_op(k, shape, rate):
+def random_poisson_op(k, shape, rate):
     rate = np.asarray(rate, np.float64)
     dims = _dims(k, shape) + rate.shape
     return _generator(k).poisson(np.broadcast_to(np.maximum(rate, 0.0), dims)).astype(k.out_dtypes[0])
@@ -199,17 +199,17 @@ _STATELESS = {"types": {"dtype": FLOAT, "T": INDEX, "Tseed": INDEX},
 
 
 @op("StatelessRandomUniform", inputs="shape: T, seed: Tseed", outputs="output: dtype", **_STATELESS)
-async def stateless_random_uniform_op(k, shape, seed):
+def stateless_random_uniform_op(k, shape, seed):
     return _unit_uniform(_stateless_generator(k, seed), _dims(k, shape), k.out_dtypes[0])
 
 
 @op("StatelessRandomNormal", inputs="shape: T, seed: Tseed", outputs="output: dtype", **_STATELESS)
-async def stateless_random_normal_op(k, shape, seed):
+def stateless_random_normal_op(k, shape, seed):
     return _stateless_generator(k, seed).standard_normal(_dims(k, shape)).astype(k.out_dtypes[0])
 
 
 @op("StatelessTruncatedNormal", inputs="shape: T, seed: Tseed", outputs="output: dtype", **_STATELESS)
-async def stateless_truncated_normal_op(k, shape, seed):
+def stateless_truncated_normal_op(k, shape, seed):
     gen = _stateless_generator(k, seed)
     values = gen.standard_normal(_dims(k, shape))
     flat = values.reshape(-1)
@@ -230,7 +230,7 @@ def _stateless_int_shape(b: BuildContext) -> TensorShape:
 @op("StatelessRandomUniformInt", inputs="shape: T, seed: Tseed, minval: dtype, maxval: dtype",
     outputs="output: dtype", types={"dtype": _OUT_INDEX, "T": INDEX, "Tseed": INDEX},
     type_defaults={"Tseed": dtypes.int64}, shape=_stateless_int_shape, differentiable=False)
-async def stateless_random_uniform_int_op(k, shape, seed, minval, maxval):
+def stateless_random_uniform_int_op(k, shape, seed, minval, maxval):
     lo, hi, dims = int(minval), int(maxval), _dims(k, shape)
     if lo >= hi and int(np.prod(dims)) > 0:
         raise _invalid(k, f"Need minval < maxval, got {lo} >= {hi}")
@@ -243,7 +243,7 @@ async def stateless_random_uniform_int_op(k, shape, seed, minval, maxval):
     types={"T": dtypes.REAL, "Tseed": INDEX, "output_dtype": _OUT_INDEX},
     type_defaults={"Tseed": dtypes.int64, "output_dtype": dtypes.int64}, shape=_multinomial_shape,
     differentiable=False)
-async def stateless_multinomial_op(k, logits, num_samples, seed):
+def stateless_multinomial_op(k, logits, num_samples, seed):
     return _sample_categorical(k, _stateless_generator(k, seed), logits, num_samples)
 
 

@@ -272,25 +272,25 @@ _READER_OP = {**_TRAITS, "prepare": prepare_reader}
 
 @op("TextLineReaderV2", outputs="reader_handle: resource", attrs={"skip_header_lines": 0, **_READER_ATTRS},
     shape=_scalar, **_READER_OP)
-async def text_line_reader_v2(k):
+def text_line_reader_v2(k):
     return reader_resource(k, lambda name, sig: TextLineState(name, sig, int(k.skip_header_lines)))
 
 
 @op("FixedLengthRecordReaderV2", outputs="reader_handle: resource",
     attrs={"header_bytes": 0, "record_bytes": REQUIRED, "footer_bytes": 0, "hop_bytes": 0, **_READER_ATTRS,
            "encoding": ""}, shape=_scalar, **_READER_OP)
-async def fixed_length_record_reader_v2(k):
+def fixed_length_record_reader_v2(k):
     return reader_resource(k, lambda name, sig: FixedLengthRecordState(
         name, sig, int(k.record_bytes), int(k.header_bytes), int(k.footer_bytes), int(k.hop_bytes), k.encoding))
 
 
 @op("WholeFileReaderV2", outputs="reader_handle: resource", attrs=_READER_ATTRS, shape=_scalar, **_READER_OP)
-async def whole_file_reader_v2(k):
+def whole_file_reader_v2(k):
     return reader_resource(k, WholeFileState)
 
 
 @op("IdentityReaderV2", outputs="reader_handle: resource", attrs=_READER_ATTRS, shape=_scalar, **_READER_OP)
-async def identity_reader_v2(k):
+def identity_reader_v2(k):
     return reader_resource(k, IdentityState)
 
 
@@ -314,18 +314,18 @@ async def reader_read_up_to_v2(k, reader, queue, num_records):
 
 @op("ReaderNumRecordsProducedV2", inputs="reader_handle: resource", outputs="records_produced: int64",
     shape=_scalar, **_TRAITS)
-async def reader_num_records_produced_v2(k, reader):
+def reader_num_records_produced_v2(k, reader):
     return np.int64(reader.records_produced)
 
 
 @op("ReaderNumWorkUnitsCompletedV2", inputs="reader_handle: resource", outputs="units_completed: int64",
     shape=_scalar, **_TRAITS)
-async def reader_num_work_units_completed_v2(k, reader):
+def reader_num_work_units_completed_v2(k, reader):
     return np.int64(reader.work_units_completed)
 
 
 @op("ReaderResetV2", inputs="reader_handle: resource", is_async=True, **_TRAITS)
-async def reader_reset_v2(k, reader):
+def reader_reset_v2(k, reader):
     reader.reset()  # on the loop, with the reads (hence is_async)
 
 

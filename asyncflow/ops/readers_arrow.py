@@ -156,7 +156,7 @@ class ArrowState(ReaderState):
 @op("ArrowReader", outputs="reader_handle: resource", types={"component_types": TypeList(ALL_TYPES)},
     attrs={"columns": [], "shapes": [], "batch_size": 0, "format": "auto", "container": "", "shared_name": ""},
     shape=lambda b: TensorShape([]), stateful=True, differentiable=False, prepare=prepare_reader)
-async def arrow_reader(k):
+def arrow_reader(k):
     return reader_resource(k, lambda name, sig: ArrowState(name, sig, list(k.columns), list(k.component_types),
                                                    [as_shape(s) for s in k.shapes], int(k.batch_size), k.format))
 

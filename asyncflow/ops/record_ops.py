@@ -285,7 +285,7 @@ def _keys(values: Any) -> list[str]:
     types={"Tdense": TypeList(_PARSE_TYPES), "sparse_types": TypeList(_PARSE_TYPES),
            "ragged_value_types": TypeList(_PARSE_TYPES), "ragged_split_types": TypeList(INDEX)},
     attrs={"num_sparse": 0, "dense_shapes": []}, shape=_parse_shape, differentiable=False, prepare=_prepare)
-async def parse_example_v2(k, serialized, names, sparse_keys, dense_keys, ragged_keys, *dense_defaults):
+def parse_example_v2(k, serialized, names, sparse_keys, dense_keys, ragged_keys, *dense_defaults):
     # Each record is decoded once; then each feature is walked once over the batch, its values gathered
     # from protobuf's containers by C-level iteration and converted to numpy in one call (see _gather).
     serialized, names, ragged_keys = np.asarray(serialized), np.asarray(names), np.asarray(ragged_keys)

@@ -359,7 +359,7 @@ class TFRecordState(ReaderState):
 @op("TFRecordReaderV2", outputs="reader_handle: resource",
     attrs={"container": "", "shared_name": "", "compression_type": ""}, shape=lambda b: TensorShape([]),
     stateful=True, differentiable=False, prepare=prepare_reader)
-async def tf_record_reader_v2(k):
+def tf_record_reader_v2(k):
     return reader_resource(k, lambda name, sig: TFRecordState(name, sig, k.compression_type))
 
 

@@ -3,7 +3,7 @@
 An op is declared once, with everything about it side by side:
 
     @op("AddV2", inputs="x: T, y: T", outputs="z: T", types={"T": NUMERIC}, shape=broadcast_shape)
-    async def add_v2(k, x, y):
+    def add_v2(k, x, y):
         return k.xp.add(x, y)
 
 `inputs`/`outputs` use TF's argument notation: `x: T` (type attr), `x: int32` (fixed dtype),
@@ -13,9 +13,11 @@ lists the allowed dtypes of each type attr; `attrs` gives the other attrs with t
 an argument `tensors: dtypes` is then a list of tensors each of its own dtype, and the attr holds
 those dtypes, one per tensor (TF's SaveV2/RestoreV2); `ArgSpec.arg_dtypes(attrs)` expands any
 argument into the dtypes of the tensors it stands for. The shape function runs at graph-construction time and raises
-ValueError on static conflicts. The kernel is a coroutine function `kernel(k, *inputs)`, where
-`k` is the node's `KernelContext` (attrs as fields, `xp`, `resources`); a kernel that awaits
-declares `is_async=True`. `grad` is filled by the gradient library (the training issue).
+ValueError on static conflicts. The kernel is `kernel(k, *inputs)`, where `k` is the node's
+`KernelContext` (attrs as fields, `xp`, `resources`). A kernel that never waits is a plain function:
+`OpDef.sync` holds it, and the executor calls it directly (a call, not a coroutine, per node);
+`OpDef.kernel` is then a coroutine function wrapping it, so every caller may await any kernel. A
+kernel that awaits (a queue, a Recv) is an `async def` and declares `is_async=True`. `grad` is filled by the gradient library (the training issue).
 
 Calling the OpDef (`add_v2(a, b, name=...)`) converts inputs, infers type attrs, applies the name
 scope exactly as TF1's `apply_op` does (so `af.add(x, 1.0)` creates `Add` and its constant
@@ -24,6 +26,8 @@ scope exactly as TF1's `apply_op` does (so `af.add(x, 1.0)` creates `Add` and it
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -174,6 +178,7 @@ class OpDef:
     control_flow: str | None = None
     type_defaults: dict[str, dtypes.DType] = field(default_factory=dict)
     prepare: Callable[[KernelContext], None] | None = None  # per-node set-up, once per compiled plan
+    sync: Callable[..., Any] | None = None  # the kernel as a plain function, when it never waits
 
     def gradient(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: `fn(op, *output_grads) -> [input grads]` is this op's gradient (TF's signature)."""
@@ -209,6 +214,9 @@ def op(
     def register(kernel: Callable[..., Any] | None) -> OpDef:
         if op_type in OPS:
             raise ValueError(f"op type {op_type!r} is already registered")
+        sync = None
+        if kernel is not None and not inspect.iscoroutinefunction(kernel):
+            sync, kernel = kernel, as_coroutine(kernel)
         opdef = OpDef(
             type=op_type,
             inputs=_parse_args(inputs, types),
@@ -218,12 +226,22 @@ def op(
             shape_fn=shape,
             kernel=kernel,
             type_defaults=dict(type_defaults or {}),
+            sync=sync,
             **traits,
         )
         OPS[op_type] = opdef
         return opdef
 
     return register
+
+
+def as_coroutine(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A plain kernel as a coroutine function, for callers that await kernels (the reference path, tracing)."""
+    @functools.wraps(fn)
+    async def kernel(*args: Any) -> Any:
+        return fn(*args)
+
+    return kernel
 
 
 def needed_op(op_type: str) -> OpDef:

@@ -53,7 +53,7 @@ def _matmul_shape(b: BuildContext) -> TensorShape:
 @op("SparseTensorDenseMatMul", inputs="a_indices: Tindices, a_values: T, a_shape: int64, b: T", outputs="product: T",
     types={"T": NUMERIC, "Tindices": INDEX}, type_defaults={"Tindices": dtypes.int64},
     attrs={"adjoint_a": False, "adjoint_b": False}, shape=_matmul_shape)
-async def sparse_tensor_dense_matmul_op(k, a_indices, a_values, a_shape, b):
+def sparse_tensor_dense_matmul_op(k, a_indices, a_values, a_shape, b):
     shape = np.asarray(a_shape, np.int64).reshape(-1)
     dense = np.asarray(b)
     if shape.size != 2 or dense.ndim != 2:
@@ -222,7 +222,7 @@ def _sparse_reduce_sum_grad(op: Operation, grad: Tensor) -> list[Any]:
 # -- SparseSoftmax ------------------------------------------------------------------------------------------------
 @op("SparseSoftmax", inputs="sp_indices: int64, sp_values: T, sp_shape: int64", outputs="output: T",
     types={"T": FLOAT}, shape=lambda b: b.shape(1))
-async def sparse_softmax_op(k, sp_indices, sp_values, sp_shape):
+def sparse_softmax_op(k, sp_indices, sp_values, sp_shape):
     shape = np.asarray(sp_shape, np.int64).reshape(-1)
     if shape.size < 2:
         raise invalid(k, f"Input should have rank >= 2, but received shape: [{_fmt(shape)}]")

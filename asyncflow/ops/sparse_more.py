@@ -61,7 +61,7 @@ def _sequences(indices: np.ndarray, values: np.ndarray) -> dict[tuple, list]:
 @op("EditDistance", inputs="hypothesis_indices: int64, hypothesis_values: T, hypothesis_shape: int64, "
     "truth_indices: int64, truth_values: T, truth_shape: int64", outputs="output: float32",
     types={"T": dtypes.ALL}, attrs={"normalize": True}, shape=_edit_distance_shape, differentiable=False)
-async def edit_distance_op(k, h_idx, h_val, h_shape, t_idx, t_val, t_shape):
+def edit_distance_op(k, h_idx, h_val, h_shape, t_idx, t_val, t_shape):
     h_shape, t_shape = np.asarray(h_shape).reshape(-1), np.asarray(t_shape).reshape(-1)
     if len(h_shape) != len(t_shape) or len(h_shape) < 1:
         raise ValueError(f"EditDistance '{k.name}': hypothesis_shape {h_shape.tolist()} and truth_shape "

@@ -98,7 +98,7 @@ def _sparse_to_dense_shape(b: BuildContext) -> TensorShape:
 @op("SparseToDense", inputs="sparse_indices: Tindices, output_shape: Tindices, sparse_values: T, default_value: T",
     outputs="dense: T", types={"T": ALL_TYPES, "Tindices": INDEX}, attrs={"validate_indices": True},
     shape=_sparse_to_dense_shape)
-async def sparse_to_dense_op(k, sparse_indices, output_shape, sparse_values, default_value):
+def sparse_to_dense_op(k, sparse_indices, output_shape, sparse_values, default_value):
     idx, shape = np.asarray(sparse_indices, dtype=np.int64), np.asarray(output_shape, dtype=np.int64)
     values, default = np.asarray(sparse_values), np.asarray(default_value)
     if idx.ndim > 2:
@@ -149,7 +149,7 @@ def _reorder_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("SparseReorder", inputs="input_indices: int64, input_values: T, input_shape: int64",
     outputs="output_indices: int64, output_values: T", types={"T": ALL_TYPES}, shape=_reorder_shape)
-async def sparse_reorder_op(k, input_indices, input_values, input_shape):
+def sparse_reorder_op(k, input_indices, input_values, input_shape):
     shape = np.asarray(input_shape, dtype=np.int64)
     idx = as_indices(k, input_indices, shape.size, "input_indices")
     values = np.asarray(input_values)
@@ -177,7 +177,7 @@ def _reshape_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("SparseReshape", inputs="input_indices: int64, input_shape: int64, new_shape: int64",
     outputs="output_indices: int64, output_shape: int64", shape=_reshape_shape, differentiable=False)
-async def sparse_reshape_op(k, input_indices, input_shape, new_shape):
+def sparse_reshape_op(k, input_indices, input_shape, new_shape):
     shape = np.asarray(input_shape, dtype=np.int64).reshape(-1)
     idx = as_indices(k, input_indices, shape.size, "input_indices")
     target = np.asarray(new_shape, dtype=np.int64).reshape(-1).copy()
@@ -218,7 +218,7 @@ def _concat_shape(b: BuildContext) -> list[TensorShape]:
 @op("SparseConcat", inputs="indices: N * int64, values: N * T, shapes: N * int64",
     outputs="output_indices: int64, output_values: T, output_shape: int64", types={"T": ALL_TYPES},
     attrs={"concat_dim": REQUIRED}, shape=_concat_shape, differentiable=False)
-async def sparse_concat_op(k, *args):
+def sparse_concat_op(k, *args):
     n = len(args) // 3
     shapes = [np.asarray(s, dtype=np.int64).reshape(-1) for s in args[2 * n:]]
     rank = shapes[0].size
@@ -258,7 +258,7 @@ def _sparse_add_shape(b: BuildContext) -> list[TensorShape]:
                         "b_shape: int64, thresh: Treal",
     outputs="sum_indices: int64, sum_values: T, sum_shape: int64", types={"T": NUMERIC, "Treal": REAL},
     shape=_sparse_add_shape)
-async def sparse_add_op(k, a_indices, a_values, a_shape, b_indices, b_values, b_shape, thresh):
+def sparse_add_op(k, a_indices, a_values, a_shape, b_indices, b_values, b_shape, thresh):
     a_shape, b_shape = np.asarray(a_shape, np.int64).reshape(-1), np.asarray(b_shape, np.int64).reshape(-1)
     if a_shape.size != b_shape.size:
         raise invalid(k, f"Operands do not have the same ranks; got shapes: [{_fmt(a_shape)}] and "
@@ -291,7 +291,7 @@ async def sparse_add_op(k, a_indices, a_values, a_shape, b_indices, b_values, b_
     shape=lambda b: [TensorShape([b.shape(1)[0] if b.shape(1).ndims else None]),
                      TensorShape([b.shape(2)[0] if b.shape(2).ndims else None])],
     differentiable=False)
-async def sparse_add_grad_op(k, backprop_val_grad, a_indices, b_indices, sum_indices):
+def sparse_add_grad_op(k, backprop_val_grad, a_indices, b_indices, sum_indices):
     grad = np.asarray(backprop_val_grad)
     where = dict(zip(row_keys(np.asarray(sum_indices)), range(len(grad))))
     out = []
@@ -311,7 +311,7 @@ def _sparse_add_grad(op: Operation, _indices_grad: Any, values_grad: Tensor, _sh
 
 @op("SparseTensorDenseAdd", inputs="a_indices: Tindices, a_values: T, a_shape: Tindices, b: T", outputs="output: T",
     types={"T": NUMERIC, "Tindices": INDEX}, shape=lambda b: b.shape(3))
-async def sparse_tensor_dense_add_op(k, a_indices, a_values, a_shape, b):
+def sparse_tensor_dense_add_op(k, a_indices, a_values, a_shape, b):
     dense = np.asarray(b)
     shape = np.asarray(a_shape, np.int64).reshape(-1)
     if tuple(int(d) for d in shape) != dense.shape:
@@ -346,7 +346,7 @@ def _slice_window(k: Any, shape: np.ndarray, start: Any, size: Any) -> tuple[np.
 @op("SparseSlice", inputs="indices: int64, values: T, shape: int64, start: int64, size: int64",
     outputs="output_indices: int64, output_values: T, output_shape: int64", types={"T": ALL_TYPES},
     shape=_slice_shape)
-async def sparse_slice_op(k, indices, values, shape, start, size):
+def sparse_slice_op(k, indices, values, shape, start, size):
     shape = np.asarray(shape, np.int64).reshape(-1)
     idx = as_indices(k, indices, shape.size)
     start, extent = _slice_window(k, shape, start, size)
@@ -358,7 +358,7 @@ async def sparse_slice_op(k, indices, values, shape, start, size):
                               "output_indices: int64",
     outputs="val_grad: T", types={"T": NUMERIC},
     shape=lambda b: TensorShape([b.shape(1)[0] if b.shape(1).ndims else None]), differentiable=False)
-async def sparse_slice_grad_op(k, backprop_val_grad, input_indices, input_start, output_indices):
+def sparse_slice_grad_op(k, backprop_val_grad, input_indices, input_start, output_indices):
     grad, idx = np.asarray(backprop_val_grad), np.asarray(input_indices, np.int64)
     shifted = np.asarray(output_indices, np.int64) + np.asarray(input_start, np.int64).reshape(1, -1)
     where = dict(zip(row_keys(shifted), range(len(grad))))
@@ -386,7 +386,7 @@ def _split_shape(b: BuildContext) -> list[TensorShape]:
 @op("SparseSplit", inputs="split_dim: int64, indices: int64, values: T, shape: int64",
     outputs="output_indices: num_split * int64, output_values: num_split * T, output_shape: num_split * int64",
     types={"T": ALL_TYPES}, attrs={"num_split": REQUIRED}, shape=_split_shape, differentiable=False)
-async def sparse_split_op(k, split_dim, indices, values, shape):
+def sparse_split_op(k, split_dim, indices, values, shape):
     shape = np.asarray(shape, np.int64).reshape(-1)
     rank, n = shape.size, k.num_split
     dim = int(split_dim)
@@ -425,7 +425,7 @@ def _fill_shape(b: BuildContext) -> list[TensorShape]:
 @op("SparseFillEmptyRows", inputs="indices: int64, values: T, dense_shape: int64, default_value: T",
     outputs="output_indices: int64, output_values: T, empty_row_indicator: bool, reverse_index_map: int64",
     types={"T": ALL_TYPES}, shape=_fill_shape)
-async def sparse_fill_empty_rows_op(k, indices, values, dense_shape, default_value):
+def sparse_fill_empty_rows_op(k, indices, values, dense_shape, default_value):
     shape = np.asarray(dense_shape, np.int64).reshape(-1)
     if shape.size < 1:
         raise invalid(k, "dense_shape must be a vector of at least one element (the number of rows)")
@@ -459,7 +459,7 @@ async def sparse_fill_empty_rows_op(k, indices, values, dense_shape, default_val
 @op("SparseFillEmptyRowsGrad", inputs="reverse_index_map: int64, grad_values: T",
     outputs="d_values: T, d_default_value: T", types={"T": ALL_TYPES},
     shape=lambda b: [b.shape(0), TensorShape([])], differentiable=False)
-async def sparse_fill_empty_rows_grad_op(k, reverse_index_map, grad_values):
+def sparse_fill_empty_rows_grad_op(k, reverse_index_map, grad_values):
     reverse, grad = np.asarray(reverse_index_map, np.int64), np.asarray(grad_values)
     taken = np.zeros(len(grad), bool)
     taken[reverse] = True

@@ -20,7 +20,7 @@ from asyncflow.shapes import TensorShape, as_shape
 @op("VariableV2", outputs="ref: Ref(dtype)", types={"dtype": ALL_TYPES},
     attrs={"shape": REQUIRED, "container": "", "shared_name": ""},
     shape=lambda b: as_shape(b.attrs["shape"]), stateful=True, differentiable=False)
-async def variable_v2(k):
+def variable_v2(k):
     return k.resources.container(k.container).variable(k.shared_name or k.name, k.out_dtypes[0])
 
 
@@ -37,7 +37,7 @@ def _assign_shape(b: BuildContext) -> TensorShape:
 @op("Assign", inputs="ref: Ref(T), value: T", outputs="output_ref: Ref(T)", types={"T": ALL_TYPES},
     attrs={"validate_shape": True, "use_locking": True}, shape=_assign_shape, stateful=True,
     differentiable=False)
-async def assign_op(k, ref, value):
+def assign_op(k, ref, value):
     value = np.asarray(value, dtype=k.out_dtypes[0])
     if k.validate_shape and ref.value is not None and ref.value.shape != value.shape:
         raise ValueError(f"Assign '{k.name}': Assign requires shapes of both tensors to match. "
@@ -141,7 +141,7 @@ ScatterNdSub = _scatter_nd("ScatterNdSub", "Sub")
 
 @op("IsVariableInitialized", inputs="ref: Ref(dtype)", outputs="is_initialized: bool",
     types={"dtype": ALL_TYPES}, shape=lambda b: TensorShape([]), stateful=True, differentiable=False)
-async def is_variable_initialized_op(k, ref):
+def is_variable_initialized_op(k, ref):
     return np.bool_(ref.initialized)
 
 

@@ -31,13 +31,13 @@ def _each(fn: Any, x: Any) -> np.ndarray:
 
 @op("EncodeBase64", inputs="input: string", outputs="output: string", attrs={"pad": False}, shape=same_as_input,
     differentiable=False)
-async def encode_base64_op(k, x):
+def encode_base64_op(k, x):
     pad = k.pad
     return _each(lambda s: base64.urlsafe_b64encode(s) if pad else base64.urlsafe_b64encode(s).rstrip(b"="), x)
 
 
 @op("DecodeBase64", inputs="input: string", outputs="output: string", shape=same_as_input, differentiable=False)
-async def decode_base64_op(k, x):
+def decode_base64_op(k, x):
     def decode(s: bytes) -> bytes:
         body = s.rstrip(b"=")
         if len(body) % 4 == 1 or len(s) - len(body) > 2 or not all(c in _WEB_SAFE for c in body):
@@ -78,7 +78,7 @@ def _fp_bytes(data: bytes) -> bytes:
 
 @op("Fingerprint", inputs="data: T, method: string", outputs="fingerprint: uint8", types={"T": ALL_TYPES},
     shape=_fingerprint_shape, differentiable=False)
-async def fingerprint_op(k, data, method):
+def fingerprint_op(k, data, method):
     method = np.asarray(method, dtype=object).item()
     method = method.decode() if isinstance(method, bytes) else str(method)
     if method != "farmhash64":

@@ -106,7 +106,7 @@ def split_any_of(text: bytes, delimiters: bytes, skip_empty: bool) -> list[bytes
 
 @op("StringSplit", inputs="input: string, delimiter: string", outputs="indices: int64, values: string, shape: int64",
     attrs={"skip_empty": True}, shape=_split_shape, **_TRAITS)
-async def string_split_op(k, source, delimiter):
+def string_split_op(k, source, delimiter):
     source, delimiter = np.asarray(source, dtype=object), np.asarray(delimiter, dtype=object)
     _check_vector(k, source, delimiter, "delimiter")
     return _as_sparse([split_any_of(_b(s), _b(delimiter.item()), k.skip_empty) for s in source])
@@ -133,7 +133,7 @@ def split_v2(text: bytes, sep: bytes, maxsplit: int) -> list[bytes]:
 
 @op("StringSplitV2", inputs="input: string, sep: string", outputs="indices: int64, values: string, shape: int64",
     attrs={"maxsplit": -1}, shape=_split_shape, **_TRAITS)
-async def string_split_v2_op(k, source, sep):
+def string_split_v2_op(k, source, sep):
     source, sep = np.asarray(source, dtype=object), np.asarray(sep, dtype=object)
     _check_vector(k, source, sep, "sep")
     return _as_sparse([split_v2(_b(s), _b(sep.item()), int(k.maxsplit)) for s in source])
@@ -212,7 +212,7 @@ def _as_string_format(k: Any, dtype: dtypes.DType) -> bytes:
 @op("AsString", inputs="input: T", outputs="output: string", types={"T": _AS_STRING_TYPES},
     attrs={"precision": -1, "scientific": False, "shortest": False, "width": -1, "fill": ""},
     shape=_same_shape, **_TRAITS)
-async def as_string_op(k, x):
+def as_string_op(k, x):
     dtype = dtypes.as_dtype(k.T)
     fmt = _as_string_format(k, dtype)
     x = np.asarray(x)
@@ -280,7 +280,7 @@ def _substring(k: Any, text: bytes, pos: int, length: int, index: int) -> bytes:
 
 @op("Substr", inputs="input: string, pos: T, len: T", outputs="output: string", types={"T": INDEX},
     attrs={"unit": "BYTE"}, shape=_substr_shape, **_TRAITS)
-async def substr_op(k, strings, pos, length):
+def substr_op(k, strings, pos, length):
     strings, pos, length = np.asarray(strings, dtype=object), np.asarray(pos), np.asarray(length)
     if pos.shape != length.shape:
         raise _invalid(k, f"pos and len should have the same shape, got: {list(pos.shape)} vs. {list(length.shape)}")
@@ -323,7 +323,7 @@ def _reduce_join_shape(b: BuildContext) -> TensorShape:
 
 @op("ReduceJoin", inputs="inputs: string, reduction_indices: int32", outputs="output: string",
     attrs={"keep_dims": False, "separator": ""}, shape=_reduce_join_shape, **_TRAITS)
-async def reduce_join_op(k, inputs, reduction_indices):
+def reduce_join_op(k, inputs, reduction_indices):
     x = np.asarray(inputs, dtype=object)
     axes = np.asarray(reduction_indices).reshape(-1).tolist()
     seen: list[int] = []
@@ -485,13 +485,13 @@ def _scalar_args_shape(b: BuildContext) -> TensorShape:
 
 @op("RegexReplace", inputs="input: string, pattern: string, rewrite: string", outputs="output: string",
     attrs={"replace_global": True}, shape=_scalar_args_shape, **_TRAITS)
-async def regex_replace_op(k, strings, pattern, rewrite):
+def regex_replace_op(k, strings, pattern, rewrite):
     return _replace_all(k, strings, np.asarray(pattern, dtype=object).item(), np.asarray(rewrite, dtype=object).item())
 
 
 @op("StaticRegexReplace", inputs="input: string", outputs="output: string",
     attrs={"pattern": "", "rewrite": "", "replace_global": True}, shape=_same_shape, **_TRAITS)
-async def static_regex_replace_op(k, strings):
+def static_regex_replace_op(k, strings):
     return _replace_all(k, strings, k.pattern, k.rewrite)
 
 
@@ -512,13 +512,13 @@ def _full_match(k: Any, strings: Any, pattern: Any) -> np.ndarray:
 
 @op("RegexFullMatch", inputs="input: string, pattern: string", outputs="output: bool", shape=_scalar_args_shape,
     **_TRAITS)
-async def regex_full_match_op(k, strings, pattern):
+def regex_full_match_op(k, strings, pattern):
     return _full_match(k, strings, np.asarray(pattern, dtype=object).item())
 
 
 @op("StaticRegexFullMatch", inputs="input: string", outputs="output: bool", attrs={"pattern": ""},
     shape=_same_shape, **_TRAITS)
-async def static_regex_full_match_op(k, strings):
+def static_regex_full_match_op(k, strings):
     return _full_match(k, strings, k.pattern)
 
 
@@ -532,7 +532,7 @@ def regex_full_match(input: Any, pattern: Any, name: str | None = None) -> Tenso
 # -- length, lower, upper, strip -------------------------------------------------------------------------------
 @op("StringLength", inputs="input: string", outputs="output: int32", attrs={"unit": "BYTE"}, shape=_same_shape,
     **_TRAITS)
-async def string_length_op(k, strings):
+def string_length_op(k, strings):
     if k.unit == "BYTE":
         return _map(strings, len, np.int32)
     return _map(strings, lambda s: sum(1 for c in s if c & 0xC0 != 0x80), np.int32)
@@ -577,7 +577,7 @@ def upper(input: Any, encoding: str = "", name: str | None = None) -> Tensor:  #
 
 
 @op("StringStrip", inputs="input: string", outputs="output: string", shape=_same_shape, **_TRAITS)
-async def string_strip_op(k, strings):
+def string_strip_op(k, strings):
     return _map(strings, bytes.strip)  # ASCII whitespace, as isspace
 
 
@@ -589,14 +589,14 @@ def string_strip(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
 # -- hash buckets ----------------------------------------------------------------------------------------------
 @op("StringToHashBucketFast", inputs="input: string", outputs="output: int64", attrs={"num_buckets": 1},
     shape=_same_shape, **_TRAITS)
-async def string_to_hash_bucket_fast_op(k, strings):
+def string_to_hash_bucket_fast_op(k, strings):
     n = int(k.num_buckets)
     return _map(strings, lambda s: fingerprint64(s) % n, np.int64)
 
 
 @op("StringToHashBucketStrong", inputs="input: string", outputs="output: int64", attrs={"num_buckets": 1, "key": []},
     shape=_same_shape, **_TRAITS)
-async def string_to_hash_bucket_strong_op(k, strings):
+def string_to_hash_bucket_strong_op(k, strings):
     if len(k.key) != 2:
         raise _invalid(k, "Key must have 2 elements")
     n, key = int(k.num_buckets), (int(k.key[0]), int(k.key[1]))

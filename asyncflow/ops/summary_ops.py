@@ -60,7 +60,7 @@ def _serialized(summary: Any) -> np.ndarray:
 
 @op("ScalarSummary", inputs="tags: string, values: T", outputs="summary: string", types={"T": REAL},
     shape=_scalar_string, differentiable=False)
-async def scalar_summary(k, tags, values):
+def scalar_summary(k, tags, values):
     tags, values = np.asarray(tags), np.asarray(values)
     if tags.shape != values.shape:
         single = f" (tag '{_text(tags.reshape(-1)[0])}')" if tags.size == 1 else ""
@@ -73,7 +73,7 @@ async def scalar_summary(k, tags, values):
 
 @op("HistogramSummary", inputs="tag: string, values: T", outputs="summary: string", types={"T": REAL},
     type_defaults={"T": dtypes.float32}, shape=_scalar_string, differentiable=False)
-async def histogram_summary(k, tag, values):
+def histogram_summary(k, tag, values):
     tag = _scalar_tag(k, tag, "tags must be scalar")
     flat = np.asarray(values).astype(np.float64).reshape(-1)
     bad = np.flatnonzero(~np.isfinite(flat))
@@ -88,7 +88,7 @@ async def histogram_summary(k, tag, values):
 @op("ImageSummary", inputs="tag: string, tensor: T", outputs="summary: string", types={"T": _IMAGE_TYPES},
     type_defaults={"T": dtypes.float32}, attrs={"max_images": 3, "bad_color": DEFAULT_BAD_COLOR},
     shape=_scalar_string, differentiable=False)
-async def image_summary(k, tag, tensor):
+def image_summary(k, tag, tensor):
     tag = _scalar_tag(k, tag, "Tags must be a scalar")
     images = np.asarray(tensor)
     if images.ndim != 4 or images.shape[3] not in (1, 3, 4):
@@ -110,7 +110,7 @@ async def image_summary(k, tag, tensor):
 
 @op("AudioSummaryV2", inputs="tag: string, tensor: float32, sample_rate: float32", outputs="summary: string",
     attrs={"max_outputs": 3}, shape=_scalar_string, differentiable=False)
-async def audio_summary_v2(k, tag, tensor, sample_rate):
+def audio_summary_v2(k, tag, tensor, sample_rate):
     tag = _scalar_tag(k, tag, "Tag must be a scalar")
     if np.size(sample_rate) != 1:
         raise _invalid(k, "sample_rate must be rank-0 or contain a single value")
@@ -134,7 +134,7 @@ async def audio_summary_v2(k, tag, tensor, sample_rate):
 
 @op("TensorSummaryV2", inputs="tag: string, tensor: T, serialized_summary_metadata: string",
     outputs="summary: string", types={"T": ALL_TYPES}, shape=_scalar_string, differentiable=False)
-async def tensor_summary_v2(k, tag, tensor, serialized_summary_metadata):
+def tensor_summary_v2(k, tag, tensor, serialized_summary_metadata):
     tag = _scalar_tag(k, tag, "tag must be scalar")
     summary = protos(k).summary_pb2.Summary()
     value = summary.value.add(tag=tag)
@@ -149,7 +149,7 @@ async def tensor_summary_v2(k, tag, tensor, serialized_summary_metadata):
 
 @op("MergeSummary", inputs="inputs: N * string", outputs="summary: string", shape=_scalar_string,
     differentiable=False)
-async def merge_summary(k, *inputs):
+def merge_summary(k, *inputs):
     pb = protos(k)
     merged = pb.summary_pb2.Summary()
     seen: set[str] = set()

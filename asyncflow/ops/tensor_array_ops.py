@@ -206,7 +206,7 @@ def _create_shape(b: BuildContext) -> list[TensorShape]:
 @op("TensorArrayV3", inputs="size: int32", outputs="handle: resource, flow: float32", types=_DTYPE,
     attrs={"element_shape": unknown_shape(), "dynamic_size": False, "clear_after_read": True,
            "identical_element_shapes": False, "tensor_array_name": ""}, shape=_create_shape, **_NO_GRAD)
-async def tensor_array_v3(k, size):
+def tensor_array_v3(k, size):
     n = int(size)
     if n < 0:
         raise errors.InvalidArgumentError(None, None, "Size should be >= 0.")
@@ -218,19 +218,19 @@ async def tensor_array_v3(k, size):
 @op("TensorArrayGradV3", inputs="handle: resource, flow_in: float32",
     outputs="grad_handle: resource, flow_out: float32", attrs={"source": REQUIRED},
     shape=lambda b: [TensorShape([]), TensorShape([])], **_NO_GRAD)
-async def tensor_array_grad_v3(k, handle, flow_in):
+def tensor_array_grad_v3(k, handle, flow_in):
     return handle.gradient(k.source), flow_in
 
 
 @op("TensorArraySizeV3", inputs="handle: resource, flow_in: float32", outputs="size: int32", shape=_scalar,
     **_NO_GRAD)
-async def tensor_array_size_v3(k, handle, flow_in):
+def tensor_array_size_v3(k, handle, flow_in):
     handle.check_open()
     return np.int32(len(handle.slots))
 
 
 @op("TensorArrayCloseV3", inputs="handle: resource", **_NO_GRAD)
-async def tensor_array_close_v3(k, handle):
+def tensor_array_close_v3(k, handle):
     handle.check_open()
     handle.closed = True
     for slot in handle.slots:
@@ -297,7 +297,7 @@ def _write_shape(b: BuildContext) -> TensorShape:
 
 @op("TensorArrayWriteV3", inputs="handle: resource, index: int32, value: T, flow_in: float32",
     outputs="flow_out: float32", types=_T, shape=_write_shape, **_TRAITS)
-async def tensor_array_write_v3(k, handle, index, value, flow_in):
+def tensor_array_write_v3(k, handle, index, value, flow_in):
     handle.write(int(index), value)
     return flow_in
 
@@ -318,7 +318,7 @@ def _read_shape(b: BuildContext) -> TensorShape:
 
 @op("TensorArrayReadV3", inputs="handle: resource, index: int32, flow_in: float32", outputs="value: dtype",
     types=_DTYPE, shape=_read_shape, **_TRAITS)
-async def tensor_array_read_v3(k, handle, index, flow_in):
+def tensor_array_read_v3(k, handle, index, flow_in):
     handle.check_dtype(k.dtype)
     return handle.read(int(index))
 
@@ -350,7 +350,7 @@ def _stack(handle: TensorArrayStore, values: list[np.ndarray], element_shape: Te
 
 @op("TensorArrayGatherV3", inputs="handle: resource, indices: int32, flow_in: float32", outputs="value: dtype",
     types=_DTYPE, attrs={"element_shape": unknown_shape()}, shape=_gather_shape, **_TRAITS)
-async def tensor_array_gather_v3(k, handle, indices, flow_in):
+def tensor_array_gather_v3(k, handle, indices, flow_in):
     handle.check_open()
     handle.check_dtype(k.dtype)
     return _stack(handle, [handle.read(int(i)) for i in np.asarray(indices).reshape(-1)], as_shape(k.element_shape))
@@ -375,7 +375,7 @@ def _scatter_shape(b: BuildContext) -> TensorShape:
 
 @op("TensorArrayScatterV3", inputs="handle: resource, indices: int32, value: T, flow_in: float32",
     outputs="flow_out: float32", types=_T, shape=_scatter_shape, **_TRAITS)
-async def tensor_array_scatter_v3(k, handle, indices, value, flow_in):
+def tensor_array_scatter_v3(k, handle, indices, value, flow_in):
     handle.check_open()
     indices = np.asarray(indices).reshape(-1)
     value = np.asarray(value)
@@ -412,7 +412,7 @@ def _concat_shape(b: BuildContext) -> list[TensorShape]:
 
 @op("TensorArrayConcatV3", inputs="handle: resource, flow_in: float32", outputs="value: dtype, lengths: int64",
     types=_DTYPE, attrs={"element_shape_except0": unknown_shape()}, shape=_concat_shape, **_TRAITS)
-async def tensor_array_concat_v3(k, handle, flow_in):
+def tensor_array_concat_v3(k, handle, flow_in):
     handle.check_open()
     handle.check_dtype(k.dtype)
     values = [handle.read(i) for i in range(len(handle.slots))]
@@ -456,7 +456,7 @@ def _split_shape(b: BuildContext) -> TensorShape:
 
 @op("TensorArraySplitV3", inputs="handle: resource, value: T, lengths: int64, flow_in: float32",
     outputs="flow_out: float32", types=_T, shape=_split_shape, **_TRAITS)
-async def tensor_array_split_v3(k, handle, value, lengths, flow_in):
+def tensor_array_split_v3(k, handle, value, lengths, flow_in):
     handle.check_open()
     value = np.asarray(value)
     lengths = np.asarray(lengths).reshape(-1)

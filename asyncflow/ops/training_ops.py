@@ -157,7 +157,7 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
 # -- gradient descent ------------------------------------------------------------------------------
 @op("ApplyGradientDescent", inputs="var: Ref(T), alpha: T, delta: T", outputs="out: Ref(T)", types=_TYPES,
     attrs={"use_locking": False}, shape=_shape_fn((), {"alpha": 1}, 2), stateful=True, differentiable=False)
-async def apply_gradient_descent_op(k, var, alpha, delta):
+def apply_gradient_descent_op(k, var, alpha, delta):
     (w,), (lr,) = _dense(k, {"var": var}, {"alpha": alpha}, delta)
     w -= delta * lr
     return var
@@ -167,7 +167,7 @@ async def apply_gradient_descent_op(k, var, alpha, delta):
 @op("ApplyMomentum", inputs="var: Ref(T), accum: Ref(T), lr: T, grad: T, momentum: T", outputs="out: Ref(T)",
     types=_TYPES, attrs={"use_locking": False, "use_nesterov": False},
     shape=_shape_fn((1,), {"lr": 2, "momentum": 4}, 3), stateful=True, differentiable=False)
-async def apply_momentum_op(k, var, accum, lr, grad, momentum):
+def apply_momentum_op(k, var, accum, lr, grad, momentum):
     (w, a), (lr, mu) = _dense(k, {"var": var, "accum": accum}, {"lr": lr, "momentum": momentum}, grad)
     a *= mu
     a += grad
@@ -181,7 +181,7 @@ async def apply_momentum_op(k, var, accum, lr, grad, momentum):
 @op("SparseApplyMomentum", inputs="var: Ref(T), accum: Ref(T), lr: T, grad: T, indices: Tindices, momentum: T",
     outputs="out: Ref(T)", types=_SPARSE_TYPES, attrs={"use_locking": False, "use_nesterov": False},
     shape=_shape_fn((1,), {"lr": 2, "momentum": 5}, 3, 4), stateful=True, differentiable=False)
-async def sparse_apply_momentum_op(k, var, accum, lr, grad, indices, momentum):
+def sparse_apply_momentum_op(k, var, accum, lr, grad, indices, momentum):
     (w, a), (lr, mu), grad, indices = _sparse(k, {"var": var, "accum": accum}, {"lr": lr, "momentum": momentum},
                                               grad, indices)
     for rows, at in _row_groups(indices):
@@ -199,7 +199,7 @@ async def sparse_apply_momentum_op(k, var, accum, lr, grad, indices, momentum):
 @op("ApplyAdagrad", inputs="var: Ref(T), accum: Ref(T), lr: T, grad: T", outputs="out: Ref(T)", types=_TYPES,
     attrs={"use_locking": False, "update_slots": True}, shape=_shape_fn((1,), {"lr": 2}, 3), stateful=True,
     differentiable=False)
-async def apply_adagrad_op(k, var, accum, lr, grad):
+def apply_adagrad_op(k, var, accum, lr, grad):
     (w, a), (lr,) = _dense(k, {"var": var, "accum": accum}, {"lr": lr}, grad)
     if k.update_slots:
         a += np.square(grad)
@@ -210,7 +210,7 @@ async def apply_adagrad_op(k, var, accum, lr, grad):
 @op("SparseApplyAdagrad", inputs="var: Ref(T), accum: Ref(T), lr: T, grad: T, indices: Tindices",
     outputs="out: Ref(T)", types=_SPARSE_TYPES, attrs={"use_locking": False, "update_slots": True},
     shape=_shape_fn((1,), {"lr": 2}, 3, 4), stateful=True, differentiable=False)
-async def sparse_apply_adagrad_op(k, var, accum, lr, grad, indices):
+def sparse_apply_adagrad_op(k, var, accum, lr, grad, indices):
     (w, a), (lr,), grad, indices = _sparse(k, {"var": var, "accum": accum}, {"lr": lr}, grad, indices)
     for rows, at in _row_groups(indices):
         g = grad[at]
@@ -226,7 +226,7 @@ async def sparse_apply_adagrad_op(k, var, accum, lr, grad, indices):
     outputs="out: Ref(T)", types=_TYPES, attrs={"use_locking": False, "use_nesterov": False},
     shape=_shape_fn((1, 2), {"beta1_power": 3, "beta2_power": 4, "lr": 5, "beta1": 6, "beta2": 7, "epsilon": 8}, 9),
     stateful=True, differentiable=False)
-async def apply_adam_op(k, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+def apply_adam_op(k, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
     scalars = {"beta1_power": beta1_power, "beta2_power": beta2_power, "lr": lr, "beta1": beta1, "beta2": beta2,
                "epsilon": epsilon}
     (w, m, v), (b1p, b2p, lr, b1, b2, eps) = _dense(k, {"var": var, "m": m, "v": v}, scalars, grad)
@@ -249,7 +249,7 @@ _RMS_SCALARS = ("lr", "rho", "momentum", "epsilon")
     outputs="out: Ref(T)", types=_TYPES, attrs={"use_locking": False},
     shape=_shape_fn((1, 2), {"lr": 3, "rho": 4, "momentum": 5, "epsilon": 6}, 7), stateful=True,
     differentiable=False)
-async def apply_rms_prop_op(k, var, ms, mom, lr, rho, momentum, epsilon, grad):
+def apply_rms_prop_op(k, var, ms, mom, lr, rho, momentum, epsilon, grad):
     scalars = dict(zip(_RMS_SCALARS, (lr, rho, momentum, epsilon)))
     (w, ms, mom), (lr, rho, mu, eps) = _dense(k, {"var": var, "ms": ms, "mom": mom}, scalars, grad)
     ms += (np.square(grad) - ms) * (1 - rho)
@@ -264,7 +264,7 @@ async def apply_rms_prop_op(k, var, ms, mom, lr, rho, momentum, epsilon, grad):
     outputs="out: Ref(T)", types=_TYPES, attrs={"use_locking": False},
     shape=_shape_fn((1, 2, 3), {"lr": 4, "rho": 5, "momentum": 6, "epsilon": 7}, 8), stateful=True,
     differentiable=False)
-async def apply_centered_rms_prop_op(k, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+def apply_centered_rms_prop_op(k, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
     scalars = dict(zip(_RMS_SCALARS, (lr, rho, momentum, epsilon)))
     (w, mg, ms, mom), (lr, rho, mu, eps) = _dense(k, {"var": var, "mg": mg, "ms": ms, "mom": mom}, scalars, grad)
     ms += (np.square(grad) - ms) * (1 - rho)
@@ -280,7 +280,7 @@ async def apply_centered_rms_prop_op(k, var, mg, ms, mom, lr, rho, momentum, eps
     outputs="out: Ref(T)", types=_SPARSE_TYPES, attrs={"use_locking": False},
     shape=_shape_fn((1, 2), {"lr": 3, "rho": 4, "momentum": 5, "epsilon": 6}, 7, 8), stateful=True,
     differentiable=False)
-async def sparse_apply_rms_prop_op(k, var, ms, mom, lr, rho, momentum, epsilon, grad, indices):
+def sparse_apply_rms_prop_op(k, var, ms, mom, lr, rho, momentum, epsilon, grad, indices):
     scalars = dict(zip(_RMS_SCALARS, (lr, rho, momentum, epsilon)))
     (w, ms, mom), (lr, rho, mu, eps), grad, indices = _sparse(k, {"var": var, "ms": ms, "mom": mom}, scalars,
                                                               grad, indices)
@@ -298,7 +298,7 @@ async def sparse_apply_rms_prop_op(k, var, ms, mom, lr, rho, momentum, epsilon, 
     outputs="out: Ref(T)", types=_SPARSE_TYPES, attrs={"use_locking": False},
     shape=_shape_fn((1, 2, 3), {"lr": 4, "rho": 5, "momentum": 6, "epsilon": 7}, 8, 9), stateful=True,
     differentiable=False)
-async def sparse_apply_centered_rms_prop_op(k, var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices):
+def sparse_apply_centered_rms_prop_op(k, var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices):
     scalars = dict(zip(_RMS_SCALARS, (lr, rho, momentum, epsilon)))
     (w, mg, ms, mom), (lr, rho, mu, eps), grad, indices = _sparse(
         k, {"var": var, "mg": mg, "ms": ms, "mom": mom}, scalars, grad, indices)

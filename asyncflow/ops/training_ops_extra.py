@@ -38,7 +38,7 @@ def _adadelta_rows(w, a, au, g, lr, rho, eps, rows=slice(None)):
 @op("ApplyAdadelta", inputs="var: Ref(T), accum: Ref(T), accum_update: Ref(T), lr: T, rho: T, epsilon: T, grad: T",
     outputs="out: Ref(T)", types=_TYPES, attrs={"use_locking": False},
     shape=_shape_fn((1, 2), {"lr": 3, "rho": 4, "epsilon": 5}, 6), stateful=True, differentiable=False)
-async def apply_adadelta_op(k, var, accum, accum_update, lr, rho, epsilon, grad):
+def apply_adadelta_op(k, var, accum, accum_update, lr, rho, epsilon, grad):
     (w, a, au), (lr, rho, eps) = _dense(k, {"var": var, "accum": accum, "accum_update": accum_update},
                                         {"lr": lr, "rho": rho, "epsilon": epsilon}, grad)
     _adadelta_rows(w, a, au, grad, lr, rho, eps)
@@ -49,7 +49,7 @@ async def apply_adadelta_op(k, var, accum, accum_update, lr, rho, epsilon, grad)
                                   "grad: T, indices: Tindices",
     outputs="out: Ref(T)", types=_SPARSE_TYPES, attrs={"use_locking": False},
     shape=_shape_fn((1, 2), {"lr": 3, "rho": 4, "epsilon": 5}, 6, 7), stateful=True, differentiable=False)
-async def sparse_apply_adadelta_op(k, var, accum, accum_update, lr, rho, epsilon, grad, indices):
+def sparse_apply_adadelta_op(k, var, accum, accum_update, lr, rho, epsilon, grad, indices):
     (w, a, au), (lr, rho, eps), grad, indices = _sparse(
         k, {"var": var, "accum": accum, "accum_update": accum_update}, {"lr": lr, "rho": rho, "epsilon": epsilon},
         grad, indices)
@@ -70,7 +70,7 @@ def _fobos(prox: np.ndarray, lr: Any, l1: Any, l2: Any) -> np.ndarray:
 @op("ApplyProximalGradientDescent", inputs="var: Ref(T), alpha: T, l1: T, l2: T, delta: T", outputs="out: Ref(T)",
     types=_TYPES, attrs={"use_locking": False}, shape=_shape_fn((), {"alpha": 1, "l1": 2, "l2": 3}, 4),
     stateful=True, differentiable=False)
-async def apply_proximal_gradient_descent_op(k, var, alpha, l1, l2, delta):
+def apply_proximal_gradient_descent_op(k, var, alpha, l1, l2, delta):
     (w,), (lr, l1, l2) = _dense(k, {"var": var}, {"alpha": alpha, "l1": l1, "l2": l2}, delta)
     w[...] = _fobos(w - delta * lr, lr, l1, l2)
     return var
@@ -79,7 +79,7 @@ async def apply_proximal_gradient_descent_op(k, var, alpha, l1, l2, delta):
 @op("SparseApplyProximalGradientDescent", inputs="var: Ref(T), alpha: T, l1: T, l2: T, grad: T, indices: Tindices",
     outputs="out: Ref(T)", types=_SPARSE_TYPES, attrs={"use_locking": False},
     shape=_shape_fn((), {"alpha": 1, "l1": 2, "l2": 3}, 4, 5), stateful=True, differentiable=False)
-async def sparse_apply_proximal_gradient_descent_op(k, var, alpha, l1, l2, grad, indices):
+def sparse_apply_proximal_gradient_descent_op(k, var, alpha, l1, l2, grad, indices):
     (w,), (lr, l1, l2), grad, indices = _sparse(k, {"var": var}, {"alpha": alpha, "l1": l1, "l2": l2}, grad,
                                                 indices)
     for rows, at in _row_groups(indices):
@@ -98,7 +98,7 @@ def _proximal_adagrad_rows(w, a, g, lr, l1, l2, rows=slice(None), scalar_path=Fa
 @op("ApplyProximalAdagrad", inputs="var: Ref(T), accum: Ref(T), lr: T, l1: T, l2: T, grad: T",
     outputs="out: Ref(T)", types=_TYPES, attrs={"use_locking": False},
     shape=_shape_fn((1,), {"lr": 2, "l1": 3, "l2": 4}, 5), stateful=True, differentiable=False)
-async def apply_proximal_adagrad_op(k, var, accum, lr, l1, l2, grad):
+def apply_proximal_adagrad_op(k, var, accum, lr, l1, l2, grad):
     (w, a), (lr, l1, l2) = _dense(k, {"var": var, "accum": accum}, {"lr": lr, "l1": l1, "l2": l2}, grad)
     _proximal_adagrad_rows(w, a, grad, lr, l1, l2)
     return var
@@ -108,7 +108,7 @@ async def apply_proximal_adagrad_op(k, var, accum, lr, l1, l2, grad):
                                          "indices: Tindices",
     outputs="out: Ref(T)", types=_SPARSE_TYPES, attrs={"use_locking": False},
     shape=_shape_fn((1,), {"lr": 2, "l1": 3, "l2": 4}, 5, 6), stateful=True, differentiable=False)
-async def sparse_apply_proximal_adagrad_op(k, var, accum, lr, l1, l2, grad, indices):
+def sparse_apply_proximal_adagrad_op(k, var, accum, lr, l1, l2, grad, indices):
     (w, a), (lr, l1, l2), grad, indices = _sparse(k, {"var": var, "accum": accum}, {"lr": lr, "l1": l1, "l2": l2},
                                                   grad, indices)
     for rows, at in _row_groups(indices):
@@ -164,7 +164,7 @@ _FTRL = "var: Ref(T), accum: Ref(T), linear: Ref(T), grad: T"
 @op("ApplyFtrl", inputs=f"{_FTRL}, lr: T, l1: T, l2: T, lr_power: T", outputs="out: Ref(T)", types=_TYPES,
     attrs={"use_locking": False, "multiply_linear_by_lr": False},
     shape=_shape_fn((1, 2), {"lr": 4, "l1": 5, "l2": 6, "lr_power": 7}, 3), stateful=True, differentiable=False)
-async def apply_ftrl_op(k, var, accum, linear, grad, lr, l1, l2, lr_power):
+def apply_ftrl_op(k, var, accum, linear, grad, lr, l1, l2, lr_power):
     (w, a, lin), (lr, l1, l2, lr_power) = _dense(
         k, {"var": var, "accum": accum, "linear": linear}, {"lr": lr, "l1": l1, "l2": l2, "lr_power": lr_power}, grad)
     _check_ftrl(k, lr, l1, l2, lr_power)
@@ -176,7 +176,7 @@ async def apply_ftrl_op(k, var, accum, linear, grad, lr, l1, l2, lr_power):
     types=_TYPES, attrs={"use_locking": False, "multiply_linear_by_lr": False},
     shape=_shape_fn((1, 2), {"lr": 4, "l1": 5, "l2": 6, "l2_shrinkage": 7, "lr_power": 8}, 3), stateful=True,
     differentiable=False)
-async def apply_ftrl_v2_op(k, var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power):
+def apply_ftrl_v2_op(k, var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power):
     (w, a, lin), (lr, l1, l2, shrink, lr_power) = _dense(
         k, {"var": var, "accum": accum, "linear": linear},
         {"lr": lr, "l1": l1, "l2": l2, "l2_shrinkage": l2_shrinkage, "lr_power": lr_power}, grad)
@@ -188,7 +188,7 @@ async def apply_ftrl_v2_op(k, var, accum, linear, grad, lr, l1, l2, l2_shrinkage
 @op("SparseApplyFtrl", inputs=f"{_FTRL}, indices: Tindices, lr: T, l1: T, l2: T, lr_power: T",
     outputs="out: Ref(T)", types=_SPARSE_TYPES, attrs={"use_locking": False, "multiply_linear_by_lr": False},
     shape=_shape_fn((1, 2), {"lr": 5, "l1": 6, "l2": 7, "lr_power": 8}, 3, 4), stateful=True, differentiable=False)
-async def sparse_apply_ftrl_op(k, var, accum, linear, grad, indices, lr, l1, l2, lr_power):
+def sparse_apply_ftrl_op(k, var, accum, linear, grad, indices, lr, l1, l2, lr_power):
     (w, a, lin), (lr, l1, l2, lr_power), grad, indices = _sparse(
         k, {"var": var, "accum": accum, "linear": linear}, {"lr": lr, "l1": l1, "l2": l2, "lr_power": lr_power},
         grad, indices)
@@ -202,7 +202,7 @@ async def sparse_apply_ftrl_op(k, var, accum, linear, grad, indices, lr, l1, l2,
     outputs="out: Ref(T)", types=_SPARSE_TYPES, attrs={"use_locking": False, "multiply_linear_by_lr": False},
     shape=_shape_fn((1, 2), {"lr": 5, "l1": 6, "l2": 7, "l2_shrinkage": 8, "lr_power": 9}, 3, 4), stateful=True,
     differentiable=False)
-async def sparse_apply_ftrl_v2_op(k, var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power):
+def sparse_apply_ftrl_v2_op(k, var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power):
     (w, a, lin), (lr, l1, l2, shrink, lr_power), grad, indices = _sparse(
         k, {"var": var, "accum": accum, "linear": linear},
         {"lr": lr, "l1": l1, "l2": l2, "l2_shrinkage": l2_shrinkage, "lr_power": lr_power}, grad, indices)
@@ -219,7 +219,7 @@ _DA = "var: Ref(T), gradient_accumulator: Ref(T), gradient_squared_accumulator: 
 @op("ApplyAdagradDA", inputs=f"{_DA}, lr: T, l1: T, l2: T, global_step: int64", outputs="out: Ref(T)", types=_TYPES,
     attrs={"use_locking": False}, shape=_shape_fn((1, 2), {"lr": 4, "l1": 5, "l2": 6, "global_step": 7}, 3),
     stateful=True, differentiable=False)
-async def apply_adagrad_da_op(k, var, gradient_accumulator, gradient_squared_accumulator, grad, lr, l1, l2,
+def apply_adagrad_da_op(k, var, gradient_accumulator, gradient_squared_accumulator, grad, lr, l1, l2,
                               global_step):
     (w, ga, gga), (lr, l1, l2, step) = _dense(
         k, {"var": var, "gradient_accumulator": gradient_accumulator,
@@ -241,7 +241,7 @@ async def apply_adagrad_da_op(k, var, gradient_accumulator, gradient_squared_acc
     outputs="out: Ref(T)", types=_SPARSE_TYPES, attrs={"use_locking": False},
     shape=_shape_fn((1, 2), {"lr": 5, "l1": 6, "l2": 7, "global_step": 8}, 3, 4), stateful=True,
     differentiable=False)
-async def sparse_apply_adagrad_da_op(k, var, gradient_accumulator, gradient_squared_accumulator, grad, indices, lr,
+def sparse_apply_adagrad_da_op(k, var, gradient_accumulator, gradient_squared_accumulator, grad, indices, lr,
                                      l1, l2, global_step):
     (w, ga, gga), (lr, l1, l2, step), grad, indices = _sparse(
         k, {"var": var, "gradient_accumulator": gradient_accumulator,
