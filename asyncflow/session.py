@@ -85,7 +85,8 @@ class ConfigProto:
                  allow_soft_placement: bool = False, intra_op_parallelism_threads: int = 0,
                  inter_op_parallelism_threads: int = 0, device_count: dict[str, int] | None = None,
                  shuffle_seed: int | None = None, compression: str | None = None,
-                 heartbeat_interval_in_ms: int = 1000, heartbeat_timeout_in_ms: int = 10000, **ignored: Any):
+                 heartbeat_interval_in_ms: int = 1000, heartbeat_timeout_in_ms: int = 10000,
+                 graph_options: Any = None, **ignored: Any):
         self.operation_timeout_in_ms = operation_timeout_in_ms
         self.log_device_placement = log_device_placement
         self.allow_soft_placement = allow_soft_placement
@@ -98,6 +99,7 @@ class ConfigProto:
         # request with UnavailableError after this long without an answer (0: wait forever); the servers' defaults
         self.heartbeat_interval_in_ms = heartbeat_interval_in_ms
         self.heartbeat_timeout_in_ms = heartbeat_timeout_in_ms
+        self.graph_options = graph_options  # a GraphOptions: which graph optimisations plans get (None: TF1's defaults)
         self.ignored = ignored
 
 
@@ -400,7 +402,8 @@ class BaseSession:
         with self._plan_lock:
             run = self._plans.get(key)
             if run is None:
-                plan = compile_plan(fetches.tensors, fetches.targets, feed_tensors, self._resources)
+                plan = compile_plan(fetches.tensors, fetches.targets, feed_tensors, self._resources,
+                                    graph_options=self._config.graph_options)
                 check_local_devices(plan.nodes, self._config.allow_soft_placement)
                 for op in plan.nodes:
                     if op.type == "Placeholder":

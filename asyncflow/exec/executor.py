@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from asyncflow import errors
+from asyncflow.exec.optimize import Rewrite, optimize
 from asyncflow.exec.step_stats import traced_calls
 from asyncflow.graph import Operation, Tensor
 from asyncflow.ops.registry import KernelContext
@@ -139,19 +140,60 @@ def control_inputs(op: Operation, fed: set[Tensor]) -> list[Operation]:
         if fed else list(op._control_inputs)
 
 
-def needed_ops(fetches: Sequence[Tensor], targets: Sequence[Operation], feeds: Sequence[Tensor]) -> list[Operation]:
-    """The ops that must run to produce `fetches` and `targets` given `feeds`, in topological order."""
-    fed = set(feeds)
+def needed_ops(fetches: Sequence[Tensor], targets: Sequence[Operation], feeds: Sequence[Tensor],
+               rewrite: Rewrite | None = None) -> list[Operation]:
+    """The ops that must run to produce `fetches` and `targets` given `feeds` (and the optimiser's
+    `rewrite`, when given), in topological order."""
+    edges = _Edges(feeds, rewrite)
     needed: set[Operation] = set()
-    stack: list[Operation] = [t.op for t in fetches if t not in fed] + list(targets)
+    stack: list[Operation] = [t.op for t in map(edges.source, fetches) if edges.produced(t)] + list(targets)
     while stack:
         op = stack.pop()
         if op in needed:
             continue
         needed.add(op)
-        stack.extend(t.op for t in op._inputs if t not in fed and t.op not in needed)
-        stack.extend(c for c in control_inputs(op, fed) if c not in needed)
-    return topological(needed, fed)
+        stack.extend(t.op for t in edges.inputs(op) if edges.produced(t) and t.op not in needed)
+        stack.extend(c for c in edges.controls(op) if c not in needed)
+    return topological(needed, edges)
+
+
+class _Edges:
+    """A graph's edges as a plan sees them: fed tensors have no producer, and the optimiser's rewrite
+    (exec/optimize.py) redirects inputs, folds tensors to constants and moves control edges."""
+
+    def __init__(self, feeds: Sequence[Tensor], rewrite: Rewrite | None = None):
+        self.fed = set(feeds)
+        self.rewrite = rewrite if rewrite else None
+
+    def source(self, t: Tensor) -> Tensor:
+        """Where `t`'s value is read from."""
+        rw = self.rewrite
+        if rw is not None and t not in self.fed:
+            while t in rw.tensors:
+                t = rw.tensors[t]
+        return t
+
+    def produced(self, t: Tensor) -> bool:
+        """Whether a source tensor's op must run (not fed, not folded)."""
+        return t not in self.fed and (self.rewrite is None or t not in self.rewrite.folded)
+
+    def inputs(self, op: Operation) -> list[Tensor]:
+        if self.rewrite is None:
+            return op._inputs
+        return [self.source(t) for t in op._inputs]
+
+    def controls(self, op: Operation) -> list[Operation]:
+        deps = control_inputs(op, self.fed)
+        rw = self.rewrite
+        if rw is None:
+            return deps
+        out = []
+        for c in deps:
+            while c is not None and c in rw.ops:
+                c = rw.ops[c]
+            if c is not None and c not in out:
+                out.append(c)
+        return out
 
 
 def is_back_edge(src: Operation, dst: Operation) -> bool:
@@ -159,13 +201,14 @@ def is_back_edge(src: Operation, dst: Operation) -> bool:
     return src.op_def.control_flow == "next_iteration" and dst.op_def.control_flow == "merge"
 
 
-def topological(ops: set[Operation], fed: set[Tensor]) -> list[Operation]:
+def topological(ops: set[Operation], fed: set[Tensor] | _Edges) -> list[Operation]:
     """`ops` in dependency order (creation order among the ready), loops' back edges ignored."""
+    edges = fed if isinstance(fed, _Edges) else _Edges(fed)
     pending = {}
     users: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
-        deps = [t.op for t in op._inputs if t not in fed and t.op in ops and not is_back_edge(t.op, op)]
-        deps += [c for c in control_inputs(op, fed) if c in ops]
+        deps = [t.op for t in edges.inputs(op) if edges.produced(t) and t.op in ops and not is_back_edge(t.op, op)]
+        deps += [c for c in edges.controls(op) if c in ops]
         pending[op] = len(deps)
         for d in deps:
             users[d].append(op)
@@ -191,9 +234,17 @@ def compile_plan(
     feeds: Sequence[Tensor],
     resources: Any,
     xp: Any = np,
+    graph_options: Any = None,
 ) -> Plan:
-    """Compiles the subgraph that `fetches`/`targets` need, given `feeds`, into a Plan."""
+    """Compiles the subgraph that `fetches`/`targets` need, given `feeds`, into a Plan, after the graph
+    optimisations `graph_options` allows (exec/optimize.py; None: TF1's defaults)."""
     nodes = needed_ops(fetches, targets, feeds)
+    rewrite = None
+    if not any(op.op_def is not None and op.op_def.control_flow for op in nodes):  # frames read raw edges
+        rewrite = optimize(nodes, fetches, targets, feeds, graph_options) or None
+        if rewrite is not None:
+            nodes = needed_ops(fetches, targets, feeds, rewrite)
+    edges = _Edges(feeds, rewrite)
     index = {op: i for i, op in enumerate(nodes)}
     slot_of: dict[Tensor, int] = {}
     out_base, n_out = [], []
@@ -209,7 +260,14 @@ def compile_plan(
         slot_of[t] = n_slots
         feed_slots.append(n_slots)
         n_slots += 1
-    fed = set(feeds)
+    folded: list[tuple[int, Any]] = []
+    if rewrite is not None:
+        for t, value in rewrite.folded.items():
+            if t not in slot_of:
+                slot_of[t] = n_slots
+                folded.append((n_slots, value))
+                n_slots += 1
+    fed = edges.fed
 
     kernels, ctxs, in_slots, deref, uses_step = [], [], [], [], []
     consumers: list[list[int]] = [[] for _ in nodes]
@@ -223,15 +281,16 @@ def compile_plan(
         ctxs.append(KernelContext(op, resources, xp))
         uses_step.append(opdef.uses_step)
         has_async |= opdef.is_async
-        in_slots.append(tuple(slot_of[t] for t in op._inputs))
+        inputs = edges.inputs(op)
+        in_slots.append(tuple(slot_of[t] for t in inputs))
         arg_is_ref = _arg_ref_flags(op)
-        flags = tuple(t.dtype.is_ref_dtype and t not in fed and not ref for t, ref in zip(op._inputs, arg_is_ref))
+        flags = tuple(t.dtype.is_ref_dtype and t not in fed and not ref for t, ref in zip(inputs, arg_is_ref))
         deref.append(flags if any(flags) else None)
-        for t in op._inputs:
-            if t not in fed and not is_back_edge(t.op, op):
+        for t in inputs:
+            if edges.produced(t) and not is_back_edge(t.op, op):
                 consumers[index[t.op]].append(i)
                 pending0[i] += 1
-        for c in control_inputs(op, fed):
+        for c in edges.controls(op):
             consumers[index[c]].append(i)
             pending0[i] += 1
     calls, arity, getters = [], [], []
@@ -251,6 +310,8 @@ def compile_plan(
             arity.append(2)
             getters.append(itemgetter(*slots))
     preset: list[Any] = [None] * n_slots
+    for slot, value in folded:
+        preset[slot] = value
     constant = [op.op_def.constant and not op._inputs and not op._control_inputs for op in nodes]
     for i in range(len(nodes)):
         if constant[i]:
@@ -278,8 +339,8 @@ def compile_plan(
         n_to_run=len(nodes) - sum(constant),
         n_slots=n_slots,
         feed_slots=feed_slots,
-        fetch_slots=[slot_of[t] for t in fetches],
-        fetch_deref=[t.dtype.is_ref_dtype and t not in fed for t in fetches],
+        fetch_slots=[slot_of[edges.source(t)] for t in fetches],
+        fetch_deref=[t.dtype.is_ref_dtype and t not in fed for t in map(edges.source, fetches)],
         has_async=has_async,
         offload=offload,
         stateful_nodes=[op.name for op in nodes if op.op_def.stateful],
