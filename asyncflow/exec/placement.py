@@ -41,7 +41,7 @@ from dataclasses import dataclass, fields
 
 from asyncflow import dtypes, errors
 from asyncflow.device import DeviceSpec
-from asyncflow.exec.executor import topological
+from asyncflow.exec.executor import is_back_edge, topological
 from asyncflow.graph import Operation, Tensor
 
 _FIELDS = [f.name for f in fields(DeviceSpec)]
@@ -94,29 +94,82 @@ def _ref_inputs(op: Operation) -> list[Tensor]:
     return out
 
 
-def _join_control_flow_regions(ops: list[Operation], index: dict[Operation, int], groups: _Groups) -> None:
-    """A while loop (Enter .. Exit) and a cond (Switch .. Merge) run on one device: their values carry
-    frames and dead-ness, which a rendezvous key (frame 0, iteration 0) does not."""
-    for start, stop in (("enter", "exit"), ("switch", "merge")):
-        seen: set[Operation] = set()
-        for op in ops:
-            if op in seen or op.op_def is None or op.op_def.control_flow != start:
-                continue
-            seen.add(op)
-            stack = [op]
-            while stack:
-                cur = stack.pop()
-                groups.union(index[op], index[cur])
-                if cur is not op and cur.op_def is not None and cur.op_def.control_flow == stop:
-                    continue  # the region's edge: included, not crossed
-                users = [c for t in cur._outputs for c in t._consumers] + cur._control_outputs
-                for c in users:  # control edges too: a loop's constants hang off its pivot
-                    if c in index:
-                        if c in seen:
-                            groups.union(index[op], index[c])
-                        else:
-                            seen.add(c)
-                            stack.append(c)
+def _kind(op: Operation) -> str | None:
+    return op.op_def.control_flow if op.op_def is not None else None
+
+
+def _is_loop_switch(op: Operation) -> bool:
+    """A while loop's Switch (its predicate is the loop's LoopCond), as opposed to a cond's."""
+    return len(op._inputs) > 1 and op._inputs[1].op.type == "LoopCond"
+
+
+def _is_loop_merge(op: Operation) -> bool:
+    """A while loop's Merge (fed by an Enter and a NextIteration), as opposed to a cond's."""
+    return any(_kind(t.op) in ("enter", "next_iteration") for t in op._inputs)
+
+
+def _frames(order: list[Operation], index: dict[Operation, int]) -> dict[Operation, tuple[str, ...]]:
+    """Each op's stack of loop frames (outermost first; () at the top level), as the frame executor
+    computes it: an Enter is in its `frame_name` inside its input's frame, an Exit in its input's frame
+    (its output leaves it), any other op in the frame of its inputs."""
+    frame: dict[Operation, tuple[str, ...]] = {}
+    leaving: dict[Operation, tuple[str, ...]] = {}  # what an op's consumers see (an Exit's parent frame)
+    for op in order:
+        srcs = [t.op for t in op._inputs if t.op in index and not is_back_edge(t.op, op)]
+        srcs += [c for c in op._control_inputs if c in index]
+        base = leaving[srcs[0]] if srcs else ()
+        kind = _kind(op)
+        if kind == "enter":
+            frame[op] = leaving[op] = base + (str(op._attrs.get("frame_name", "")),)
+        elif kind == "exit":
+            frame[op], leaving[op] = base, base[:-1]
+        else:
+            frame[op] = leaving[op] = base
+    return frame
+
+
+def _join_control_flow_regions(ops: list[Operation], order: list[Operation], index: dict[Operation, int],
+                               groups: _Groups) -> None:
+    """Values inside a while loop carry frames, and values downstream of a cond's Switch may be dead; a
+    rendezvous key (frame 0, iteration 0) carries neither, so such values never cross devices:
+
+    - a top-level while loop, from its Enters to its Exits with every loop nested in it, is one group;
+    - a cond, from its Switches to its Merges (through conds and loops nested in it), is one group.
+
+    What flows out of an Exit or a cond's Merge is an ordinary value again: a loop's result may feed a
+    cond or another loop on another device (TF1 places them apart the same way: its loop Switch goes with
+    the loop's Merge, and nothing ties a loop to the ops that read its Exits).
+    """
+    frame = _frames(order, index)
+    outermost: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        f = frame.get(op, ())
+        if f:
+            groups.union(i, outermost.setdefault(f[0], i))
+    for op in ops:
+        if _kind(op) != "switch" or _is_loop_switch(op):
+            continue
+        top = len(frame.get(op, ()))
+        depth = {op: 0}  # how many conds the walk is inside, past the one it started from
+        stack = [op]
+        while stack:
+            cur = stack.pop()
+            groups.union(index[op], index[cur])
+            d = depth[cur]
+            kind = _kind(cur)
+            if cur is not op and kind == "merge" and not _is_loop_merge(cur):
+                if d == 0:
+                    continue  # the cond's edge: included, not crossed
+                d -= 1
+            elif cur is not op and kind == "switch" and not _is_loop_switch(cur):
+                d += 1
+            elif kind == "exit" and len(frame.get(cur, ())) <= top:
+                continue  # leaves the loop the cond sits in: a cond's values never reach an Exit unmerged
+            users = [c for t in cur._outputs for c in t._consumers] + cur._control_outputs
+            for c in users:  # control edges too: a branch's constants hang off its pivot
+                if c in index and c not in depth:
+                    depth[c] = d
+                    stack.append(c)
 
 
 def _matches(spec: DeviceSpec, device: DeviceSpec) -> bool:
@@ -219,7 +272,8 @@ def place(
         for t in _ref_inputs(op):
             if t.op in index:
                 groups.union(i, index[t.op])
-    _join_control_flow_regions(ops, index, groups)
+    order = _topological(ops)
+    _join_control_flow_regions(ops, order, index, groups)
     members: dict[int, list[Operation]] = {}
     for i, op in enumerate(ops):
         members.setdefault(groups.find(i), []).append(op)
@@ -250,7 +304,6 @@ def place(
                 and not (only.op_def is not None and only.op_def.stateful):
             generators.add(root)
 
-    order = _topological(ops)
     device_of: dict[int, int] = {}
     finish: dict[int, float] = {}
     free_at = [0.0] * len(names)
