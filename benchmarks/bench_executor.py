@@ -385,6 +385,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     s = QUICK if args.quick else FULL
     local_reps = bench_local.QUICK if args.quick else bench_local.FULL
     started = time.time()
+    load_at_start = os.getloadavg()  # a shared machine: the figures are only as steady as its load
     git = git_state()
 
     tf_wanted = not args.no_tf
@@ -430,6 +431,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                                           "MKL_NUM_THREADS")},
             "openblas_num_threads_set_by": "caller" if _BLAS_ENV_FROM_CALLER is not None else "bench_executor (1)",
             "blas_threadpools": blas_during_asyncflow,
+            "load_average_1_5_15min": {"start": load_at_start, "end": os.getloadavg()},
         },
         "settings": {
             **asdict(s), "rows": rows, "bench_local_repeats": local_reps.__dict__,
