@@ -26,6 +26,7 @@ from asyncflow.exec.executor import Plan, Step, compile_plan
 from asyncflow.exec.frames import FrameStep
 from asyncflow.exec.resources import ResourceContainer
 from asyncflow.exec.step_stats import StepStats, as_proto, device_step_stats
+from asyncflow.exec.threads import configure as configure_compute_threads
 from asyncflow.gradients import IndexedSlices, IndexedSlicesValue
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph, register_session_lookup
 from asyncflow.sparse_tensor import SparseTensor, SparseTensorValue
@@ -344,6 +345,8 @@ class BaseSession:
             return
         self._graph = graph if graph is not None else get_default_graph()
         self._config = ConfigProto(**config) if isinstance(config, dict) else (config or ConfigProto())
+        # intra_op_parallelism_threads > 0 sets BLAS's threads (process-wide) and sizes the offload pool to them
+        configure_compute_threads(self._config.intra_op_parallelism_threads)
         self._target = target
         self._closed = False
         self._resources = ResourceContainer(f"session{next(_session_ids)}")
