@@ -495,18 +495,30 @@ class BaseSession:
 
     def _execute(self, compiled: _CompiledRun, feed_values: list[Any], options: RunOptions | None,
                  run_metadata: RunMetadata | None) -> list[Any]:
-        if not compiled.plan.has_async:
+        plan = compiled.plan
+        if not plan.has_async:
             step = self._new_step(compiled, feed_values, options)
             try:
                 return step.run_sync()
             finally:
                 _record(step, run_metadata)
+        if plan.sync_first and (options is None or options.trace_level == 0):
+            # queue ops that need not wait complete here; the step moves to the loop only if one would wait
+            step = self._new_step(compiled, feed_values, options)
+            if step.run_sync_first():
+                try:
+                    return step.result()
+                finally:
+                    _record(step, run_metadata)
+            return self._submit(compiled, feed_values, options, run_metadata, step).result()
         return self._submit(compiled, feed_values, options, run_metadata).result()
 
     def _submit(self, compiled: _CompiledRun, feed_values: list[Any], options: RunOptions | None,
-                run_metadata: RunMetadata | None = None):
+                run_metadata: RunMetadata | None = None, step: Step | None = None):
+        """Runs a step (a new one, or one `run_sync_first` started) on the session's event loop."""
         loop = self._ensure_loop()
-        step = self._new_step(compiled, feed_values, options)
+        if step is None:
+            step = self._new_step(compiled, feed_values, options)
         timeout = self._timeout(options)
 
         async def drive() -> list[Any]:

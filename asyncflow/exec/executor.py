@@ -45,8 +45,8 @@ compare the real executor against.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
+import sys
 import threading
 import time
 from collections import deque
@@ -63,7 +63,7 @@ from asyncflow import errors
 from asyncflow.exec.optimize import Rewrite, optimize
 from asyncflow.exec.step_stats import traced_calls
 from asyncflow.graph import Operation, Tensor
-from asyncflow.ops.registry import KernelContext
+from asyncflow.ops.registry import KernelContext, WouldWait
 
 
 @dataclass
@@ -94,6 +94,14 @@ class Plan:
     feed_tensors: list[Tensor] = field(default_factory=list)
     back_edges: set[tuple[int, int]] = field(default_factory=set)  # (NextIteration, Merge) node pairs
     frames: Any = None  # the FramePlan, for plans with control flow (exec/frames.py)
+    direct: list[Any] = field(default_factory=list)  # the kernel as a plain call (ctx bound), None if it may wait
+    reads0: list[int] = field(default_factory=list)  # per slot: reads left before its value is dropped (0: kept)
+    drops: list[tuple[int, ...]] = field(default_factory=list)  # per node: droppable slots it reads, once per read
+    donor: list[int] = field(default_factory=list)  # per node: the input it may write its output into, or -1
+    program: list[tuple] | None = None  # the straight-line form, when no kernel may wait (`Step._run_program`)
+    may_offload: bool = False  # some node may run in a worker thread (then a step on a loop takes the scheduler)
+    sync_first: bool = False  # has async kernels, all `try_sync`: a plain thread's step tries them there first
+    try_sync: list[bool] = field(default_factory=list)  # per node: its op is `try_sync` (may raise WouldWait)
     trace_info: Any = None  # nodes' timeline labels and output dtypes, made on the first traced step
 
 
@@ -116,10 +124,9 @@ def _may_offload(op: Operation) -> bool:
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="asyncflow-kernel")
-    return _POOL
+    from asyncflow.exec.threads import offload_pool  # sized against BLAS's threads (exec/threads.py)
+
+    return offload_pool()
 
 
 def _complete(coro: Any) -> Any:
@@ -348,11 +355,89 @@ def compile_plan(
         back_edges={(index[t.op], i) for i, op in enumerate(nodes) for t in op._inputs
                     if t not in fed and is_back_edge(t.op, op)},
     )
+    plan.direct = [_direct_call(op, ctxs[i]) for i, op in enumerate(nodes)]
+    plan.may_offload = any(offload)
+    plan.try_sync = [op.op_def.try_sync for op in nodes]
+    plan.sync_first = has_async and not control_flow and all(
+        op.op_def.try_sync for op in nodes if op.op_def.is_async)
     if control_flow:
         from asyncflow.exec.frames import compile_frames
 
         plan.frames = compile_frames(plan, plan.back_edges)
+    else:
+        _plan_memory(plan, constant, edges)
     return plan
+
+
+FORWARD_MIN_BYTES = 1 << 16  # smaller inputs are not worth a forwarding check
+
+
+def _direct_call(op: Operation, ctx: KernelContext) -> Any:
+    """`op`'s kernel as a plain call with its context bound, or None when the kernel may wait."""
+    sync = op.op_def.sync
+    if sync is None or op.op_def.is_async:
+        return None
+    if _one_item_list_output(op):
+        return lambda *args, **kw: sync(ctx, *args, **kw)[0]
+    return partial(sync, ctx)
+
+
+def _plan_memory(plan: Plan, constant: list[bool], edges: _Edges) -> None:
+    """When a flat plan's values may be dropped, which inputs may be forwarded, and its straight-line form.
+
+    A value is dropped when its last reader starts (its reads are counted per step; each read is one input
+    of one node), unless it is fetched, fed or preset (constants). A node whose op forwards may write its
+    output into an input that only it reads, once (its `donor`): the executor hands the buffer over only
+    when nothing else holds it (see `Step._donated`). A plan none of whose kernels may wait also gets a
+    straight-line `program`: its nodes in topological order, each dropping the values it reads last."""
+    n_slots, nodes = plan.n_slots, plan.nodes
+    reads = [0] * n_slots
+    for slots in plan.in_slots:
+        for s in slots:
+            reads[s] += 1
+    kept = set(plan.fetch_slots) | set(plan.feed_slots)
+    for i, c in enumerate(constant):
+        if c:
+            kept.update(range(plan.out_base[i], plan.out_base[i] + plan.n_out[i]))
+    for i in range(len(nodes)):  # a folded tensor's slot or a variable read through `deref` is never dropped
+        if plan.deref[i] is not None:
+            kept.update(s for s, d in zip(plan.in_slots[i], plan.deref[i]) if d)
+    kept.update(range(sum(plan.n_out), n_slots))
+    plan.reads0 = [0 if s in kept else r for s, r in enumerate(reads)]
+    plan.drops = [tuple(s for s in slots if plan.reads0[s]) for slots in plan.in_slots]
+    plan.donor = [_donor(plan, i, reads) for i in range(len(nodes))]
+    if plan.has_async or not all(d is not None for i, d in enumerate(plan.direct) if not constant[i]):
+        return
+    last: dict[int, int] = {}
+    for i, slots in enumerate(plan.in_slots):
+        for s in slots:
+            if plan.reads0[s]:
+                last[s] = i
+    program = []
+    for i in range(len(nodes)):
+        if constant[i]:
+            continue
+        drop = tuple(sorted({s for s in plan.in_slots[i] if last.get(s) == i}))
+        unread = tuple(s for s in range(plan.out_base[i], plan.out_base[i] + plan.n_out[i])
+                       if not reads[s] and s not in kept)
+        program.append((i, plan.arity[i], plan.getters[i], plan.out_base[i], plan.n_out[i], drop, unread,
+                        plan.donor[i]))
+    plan.program = program
+
+
+def _donor(plan: Plan, i: int, reads: list[int]) -> int:
+    op = plan.nodes[i]
+    if not op.op_def.forwards or plan.uses_step[i]:
+        return -1
+    for j, s in enumerate(plan.in_slots[i]):
+        t = op._inputs[j]
+        if plan.reads0[s] != 1 or reads[s] != 1 or t.dtype.is_ref_dtype:
+            continue
+        n = t.shape.num_elements() if t.shape.ndims is not None else None
+        if n is not None and n * t.dtype.base_dtype.size < FORWARD_MIN_BYTES:
+            continue
+        return j
+    return -1
 
 
 def _one_item_list_output(op: Operation) -> bool:
@@ -471,6 +556,12 @@ class Step:
         self._rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
         self.trace: list[tuple] | None = None  # a traced step's records (exec/step_stats.py)
         self._calls = plan.calls  # what the loop calls: the plan's kernels, or timed ones in a traced step
+        self._direct = plan.direct  # plain calls of kernels that never wait (none in a traced step)
+        self.reads = plan.reads0.copy()  # reads left per slot; a value is dropped at its last
+        self.wants_loop = False  # a kernel tried outside a loop would have waited (run_sync_first)
+        # the straight-line path's position (-1: the scheduler runs this step); a step that may offload a
+        # kernel to a thread takes the scheduler
+        self._pc = 0 if plan.program is not None else -1
         self._slice_end = 0.0  # on an event loop: when _drain hands the loop back
 
     # -- the synchronous core ------------------------------------------------------------------
@@ -500,9 +591,13 @@ class Step:
                 self._drain()
 
     def _drain_ready(self) -> None:
+        if self._pc >= 0:
+            self._run_program()
+            return
         plan = self.plan
-        calls, arity, getters = self._calls, plan.arity, plan.getters
+        calls, direct, arity, getters = self._calls, self._direct, plan.arity, plan.getters
         out_base, n_out, consumers = plan.out_base, plan.n_out, plan.consumers
+        drops, donor, reads, try_sync = plan.drops, plan.donor, self.reads, plan.try_sync
         values, pending, ready = self.values, self.pending, self.ready
         pop = ready.popleft if self._rng is None else self._pop_random
         offload = plan.offload if self._done is not None else None
@@ -513,40 +608,69 @@ class Step:
             i = pop()
             try:
                 kind = arity[i]
-                if kind == 2:
+                if kind == 1:
+                    args = (values[getters[i]],)
+                elif kind == 2:
                     args = getters[i](values)
-                    if offload is not None and offload[i] and _nbytes(args) >= OFFLOAD_BYTES:
-                        self._offload(i, calls[i](*args))
-                        continue
-                    coro = calls[i](*args)
-                elif kind == 1:
-                    arg = values[getters[i]]
-                    if offload is not None and offload[i] and getattr(arg, "nbytes", 0) >= OFFLOAD_BYTES:
-                        self._offload(i, calls[i](arg))
-                        continue
-                    coro = calls[i](arg)
                 elif kind == 0:
-                    coro = calls[i]()
+                    args = ()
                 else:
-                    coro = self._call_general(i)
-                yielded = coro.send(None)
-            except StopIteration as stop:
-                out = stop.value
+                    args = self._general_args(i)
+                f = direct[i]
+                if offload is not None and offload[i] and _nbytes(args) >= OFFLOAD_BYTES:
+                    self._drop(drops[i])
+                    d = donor[i]
+                    given = self._donated(args, d) if d >= 0 else None
+                    self._offload(i, calls[i](*args) if given is None else calls[i](*args, out=given))
+                    continue
+                if f is None:  # a kernel that may wait (or a traced step's timed call): its coroutine
+                    retry = try_sync[i]  # may raise WouldWait: its reads count only once it ran
+                    if not retry:
+                        self._drop(drops[i])
+                    d = donor[i]
+                    given = self._donated(args, d) if d >= 0 else None
+                    coro = calls[i](*args) if given is None else calls[i](*args, out=given)
+                    given = None
+                    try:
+                        yielded = coro.send(None)
+                    except StopIteration as stop:
+                        out = stop.value
+                    except WouldWait:  # outside a loop (a step from a plain thread): move onto the loop
+                        coro.close()
+                        ready.appendleft(i)
+                        self.wants_loop = True
+                        break
+                    else:
+                        if not self._suspend(i, coro, yielded):
+                            self.remaining -= done
+                            return
+                        if retry:
+                            self._drop(drops[i])
+                        continue
+                    if retry:
+                        self._drop(drops[i])
+                else:
+                    for slot in drops[i]:  # before the call: a value read last here may be forwarded
+                        r = reads[slot] - 1
+                        reads[slot] = r
+                        if not r:
+                            values[slot] = None
+                    d = donor[i]
+                    given = self._donated(args, d) if d >= 0 else None
+                    out = f(*args) if given is None else f(*args, out=given)
+                    given = None
+                del args
             except BaseException as exc:  # noqa: BLE001 - every kernel failure becomes the step's error
                 self.remaining -= done
                 self._fail(plan.nodes[i], exc)
                 return
-            else:
-                if not self._suspend(i, coro, yielded):
-                    self.remaining -= done
-                    return
-                continue
             k = n_out[i]
             if k == 1:
                 values[out_base[i]] = out
             elif k:
                 b = out_base[i]
                 values[b:b + k] = out
+            out = None
             done += 1
             for c in consumers[i]:
                 p = pending[c] - 1
@@ -557,16 +681,87 @@ class Step:
         if self.remaining == 0 and self._done is not None and not self._done.done():
             self._done.set_result(None)
 
-    def _call_general(self, i: int) -> Any:
-        """Calls a node whose inputs include a variable to read, or whose kernel takes the step."""
+    def _run_program(self) -> None:
+        """The straight-line path: a plan none of whose kernels may wait runs its program in order, each node
+        a plain call, each value dropped when its last reader starts; no pending counts, no ready queue."""
+        plan = self.plan
+        direct, values = self._direct, self.values
+        program = plan.program
+        pc = self._pc
+        end = len(program)
+        timed = self._done is not None
+        i = -1
+        try:
+            while pc < end:
+                if timed and not pc & 63 and pc and self._yield_to_loop():
+                    self._pc = pc
+                    return
+                i, kind, get, base, k, drop, unread, d = program[pc]
+                pc += 1
+                if kind == 1:
+                    args = (values[get],)
+                elif kind == 2:
+                    args = get(values)
+                elif kind == 0:
+                    args = ()
+                else:
+                    args = self._general_args(i)
+                for slot in drop:
+                    values[slot] = None
+                if d >= 0:
+                    given = self._donated(args, d)
+                    out = direct[i](*args) if given is None else direct[i](*args, out=given)
+                    given = None
+                else:
+                    out = direct[i](*args)
+                del args
+                if k == 1:
+                    values[base] = out
+                elif k:
+                    values[base:base + k] = out
+                out = None
+                for slot in unread:
+                    values[slot] = None
+        except BaseException as exc:  # noqa: BLE001 - every kernel failure becomes the step's error
+            self._pc = end
+            self._fail(plan.nodes[i], exc)
+            return
+        self._pc = end
+        self.remaining = 0
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
+
+    def _drop(self, slots: tuple[int, ...]) -> None:
+        """Counts one read of each slot; a value whose last read this was is dropped."""
+        reads, values = self.reads, self.values
+        for slot in slots:
+            r = reads[slot] - 1
+            reads[slot] = r
+            if not r:
+                values[slot] = None
+
+    @staticmethod
+    def _donated(args: tuple, j: int) -> Any:
+        """`args[j]` when the kernel may write its output into it (TF's buffer forwarding): an array that owns
+        its memory and that nothing but this call holds (the step dropped its value before the call, so the
+        references are `args`, the local `a` and getrefcount's own: 3; another holder, a view of it, a feed, a
+        constant, a variable's buffer or a fetched value adds one). None otherwise."""
+        a = args[j]
+        if type(a) is np.ndarray and a.base is None and a.nbytes >= FORWARD_MIN_BYTES and \
+                sys.getrefcount(a) == 3 and a.flags.writeable:
+            return a
+        return None
+
+    def _general_args(self, i: int) -> tuple:
+        """The arguments of a node whose inputs include a variable to read, or whose kernel takes the step."""
         plan = self.plan
         args = [self.values[s] for s in plan.in_slots[i]]
         flags = plan.deref[i]
         if flags is not None:
             args = [a.read() if d else a for a, d in zip(args, flags)]
         if plan.uses_step[i]:
-            return self._calls[i](self, *args)
-        return self._calls[i](*args)
+            return (self, *args)
+        return tuple(args)
 
     def start_trace(self) -> None:
         """Makes this a traced step (before it runs): its kernels are called through timed wrappers that
@@ -574,6 +769,8 @@ class Step:
         once per step, so an untraced step's loop carries no tracing check."""
         self.trace = []
         self._calls = traced_calls(self.plan, self.trace)
+        self._direct = [None] * len(self.plan.nodes)  # every kernel through its timed coroutine
+        self._pc = -1
 
     def _pop_random(self) -> int:
         j = self._rng.randrange(len(self.ready))
@@ -652,10 +849,22 @@ class Step:
             self._slice_end = time.perf_counter() + self.YIELD_EVERY_S
             self._drain()
 
+    def run_sync_first(self) -> bool:
+        """Runs what it can of a `sync_first` plan's step in the calling thread (no event loop): True when the
+        step finished (then `run_sync`'s checks and fetches follow), False when a kernel would wait and the
+        step must go on with `run_async` on an event loop, which takes it up where it stopped."""
+        with self._lock:
+            self._drain()
+        return not self.wants_loop or self.error is not None
+
     def run_sync(self) -> list[Any]:
         """Runs a step whose plan has no async kernel, entirely in the calling thread."""
         with self._lock:
             self._drain()
+        return self.result()
+
+    def result(self) -> list[Any]:
+        """A finished synchronous step's fetched values, or its error."""
         if self.error is not None:
             raise self.error
         if self.remaining:
@@ -665,6 +874,9 @@ class Step:
     async def run_async(self, timeout: float | None = None) -> list[Any]:
         """Runs the step on the current event loop; suspended kernels become tasks owned by the step."""
         self._done = asyncio.get_running_loop().create_future()
+        self.wants_loop = False
+        if self.plan.may_offload:
+            self._pc = -1
         self._slice_end = time.perf_counter() + self.YIELD_EVERY_S
         with self._lock:
             self._drain()

@@ -20,9 +20,9 @@ wall-clock times (the perf counter anchored to `time.time_ns` when it is built),
 `timeline_label` ("name = Op(input, input:1, ^control)"; `_Send`/`_Recv` as
 "name = _Send(tensor @peer_device)"), output descriptions (dtype enum, shape, bytes),
 `_Send`'s input bytes as its `referenced_tensor`, small thread ids with `thread_names`, and per
-node the bytes of distinct buffers the step had produced so far (`memory[0].peak_bytes`): the
-executor keeps a step's values until the step ends (loop iterations free theirs on retiring), so
-this is the step's peak, an upper bound for loops.
+node the step's memory as TF's allocator stats (`memory[0]`: bytes of distinct live buffers after
+the node ran, the peak so far, the total allocated), replayed from the records the way the
+executor frees values (`_Memory`); `peak_bytes` is a step's peak per device.
 
 Between processes. `to_obj`/`from_obj` carry a `DeviceStepStats` as JSON (checked on the way in);
 `clock_offset_ns` estimates how far a peer's clock is from ours from one request/response
@@ -125,12 +125,12 @@ class StepStats:
 
 
 # -- recording ----------------------------------------------------------------------------------------------
-async def _timed(node: int, call: Any, sink: list, n_out: int, *args: Any) -> Any:
+async def _timed(node: int, call: Any, sink: list, n_out: int, *args: Any, **kwargs: Any) -> Any:
     """Runs a kernel's call as the executor would, noting its start (and thread) and its end in `sink`."""
     thread = threading.get_ident()
     start = time.perf_counter_ns()
     try:
-        out = await call(*args)
+        out = await call(*args, **kwargs)
     except BaseException:
         sink.append((node, start, time.perf_counter_ns(), thread, 0, ()))
         raise
@@ -203,8 +203,7 @@ def device_step_stats(plan: Any, records: list, device: str, wall_ns: Any = time
     anchor = wall_ns() - time.perf_counter_ns()  # wall clock = perf counter + anchor
     nodes = plan.nodes
     threads: dict[int, int] = {}
-    seen: set[int] = set()
-    held = 0
+    memory = _Memory(plan)
     stats = []
     for i, start, end, thread, in_bytes, outs in sorted(records, key=itemgetter(1, 2)):
         outputs = []
@@ -212,21 +211,71 @@ def device_step_stats(plan: Any, records: list, device: str, wall_ns: Any = time
             if desc is None:
                 continue
             shape, nbytes, buffer = desc
-            if buffer not in seen:
-                seen.add(buffer)
-                held += nbytes
+            memory.produce(plan.out_base[i] + slot, buffer, nbytes)
             alloc = AllocationDescription(nbytes, nbytes, ALLOCATOR, buffer & 0x7FFFFFFFFFFFFFFF)
             outputs.append(NodeOutput(slot, TensorDescription(enums[i][slot], _shape_proto(shape), alloc)))
+        used = AllocatorMemoryUsed(ALLOCATOR, memory.total, memory.peak, memory.live, memory.live)
+        memory.consumed(i)
         start_ns = start + anchor
         dur = end - start
-        ns = NodeExecStats(nodes[i].name, start_ns // 1000, 0, dur // 1000, dur // 1000,
-                           [AllocatorMemoryUsed(ALLOCATOR, held, held, held)], outputs, labels[i], start_ns // 1000,
-                           threads.setdefault(thread, len(threads)), [], start_ns, 0, dur, dur, start_ns)
+        ns = NodeExecStats(nodes[i].name, start_ns // 1000, 0, dur // 1000, dur // 1000, [used], outputs,
+                           labels[i], start_ns // 1000, threads.setdefault(thread, len(threads)), [], start_ns, 0,
+                           dur, dur, start_ns)
         if sends[i]:
             ns.referenced_tensor.append(AllocationDescription(in_bytes, in_bytes, ALLOCATOR))
         stats.append(ns)
     names = {t.ident: t.name for t in threading.enumerate()}
     return DeviceStepStats(device, stats, {tid: names.get(ident, f"thread {tid}") for ident, tid in threads.items()})
+
+
+class _Memory:
+    """Replays a traced step's buffers: a buffer is live from the node that produced it until the last value
+    holding it is dropped, as the executor drops them (a flat plan: at its last reader; fetched values stay).
+    A forwarded output is its input's buffer, so it adds nothing. Plans with loops keep every buffer (their
+    records repeat per iteration): an upper bound."""
+
+    def __init__(self, plan: Any):
+        self.plan = plan
+        self.flat = plan.frames is None and bool(plan.reads0)
+        self.reads = list(plan.reads0) if self.flat else []
+        self.kept = set(plan.fetch_slots)
+        self.slots: dict[int, int] = {}  # live slot -> its buffer
+        self.buffers: dict[int, list[int]] = {}  # buffer -> [bytes, slots holding it]
+        self.total = self.peak = self.live = 0
+
+    def produce(self, slot: int, buffer: int, nbytes: int) -> None:
+        held = self.buffers.get(buffer)
+        if held is None:
+            self.buffers[buffer] = [nbytes, 1]
+            self.total += nbytes
+            self.live += nbytes
+            self.peak = max(self.peak, self.live)
+        else:
+            held[1] += 1
+        self.slots[slot] = buffer
+
+    def consumed(self, i: int) -> None:
+        """Node `i` has run: the values it read last, and its outputs nothing reads, are dropped."""
+        if not self.flat:
+            return
+        plan, reads = self.plan, self.reads
+        for s in plan.drops[i]:
+            reads[s] -= 1
+            if not reads[s]:
+                self._drop(s)
+        for s in range(plan.out_base[i], plan.out_base[i] + plan.n_out[i]):
+            if not plan.reads0[s] and s not in self.kept:
+                self._drop(s)
+
+    def _drop(self, slot: int) -> None:
+        buffer = self.slots.pop(slot, None)
+        if buffer is None:
+            return
+        held = self.buffers[buffer]
+        held[1] -= 1
+        if not held[1]:
+            del self.buffers[buffer]
+            self.live -= held[0]
 
 
 def peak_bytes(step_stats: StepStats) -> dict[str, int]:

@@ -55,6 +55,7 @@ def _shape_list(shapes: Any) -> list[TensorShape]:
 _QUEUE_ATTRS = {"shapes": [], "capacity": -1, "container": "", "shared_name": ""}
 _COMPONENTS = {"component_types": TypeList(ALL_TYPES)}
 _QUEUE_TRAITS = {"stateful": True, "differentiable": False}
+_WAITING_QUEUE_TRAITS = {"is_async": True, "try_sync": True, **_QUEUE_TRAITS}  # see data_flow_queues.py
 
 
 def _prepare_queue(k: Any) -> None:
@@ -148,7 +149,7 @@ def _count(k: Any, n: Any) -> int:
 
 
 _ENQUEUE = {"inputs": "handle: resource, components: Tcomponents", "types": {"Tcomponents": TypeList(ALL_TYPES)},
-            "attrs": {"timeout_ms": -1}, "is_async": True, **_QUEUE_TRAITS}
+            "attrs": {"timeout_ms": -1}, **_WAITING_QUEUE_TRAITS}
 
 
 @op("QueueEnqueueV2", **_ENQUEUE)
@@ -164,7 +165,7 @@ async def queue_enqueue_many_v2(k, queue, *components):
 
 
 @op("QueueDequeueV2", inputs="handle: resource", outputs="components: component_types", types=_COMPONENTS,
-    attrs={"timeout_ms": -1}, shape=_dequeue_shape, is_async=True, **_QUEUE_TRAITS)
+    attrs={"timeout_ms": -1}, shape=_dequeue_shape, **_WAITING_QUEUE_TRAITS)
 async def queue_dequeue_v2(k, queue):
     queue.check_types(k.component_types)
     return queue.one(await queue.dequeue(1, False))
@@ -178,21 +179,21 @@ async def _dequeue_batch(k: Any, queue: Queue, n: Any, allow_small: bool) -> lis
 
 
 @op("QueueDequeueManyV2", inputs="handle: resource, n: int32", outputs="components: component_types",
-    types=_COMPONENTS, attrs={"timeout_ms": -1}, shape=_dequeue_many_shape, is_async=True, **_QUEUE_TRAITS)
+    types=_COMPONENTS, attrs={"timeout_ms": -1}, shape=_dequeue_many_shape, **_WAITING_QUEUE_TRAITS)
 async def queue_dequeue_many_v2(k, queue, n):
     return await _dequeue_batch(k, queue, n, False)
 
 
 @op("QueueDequeueUpToV2", inputs="handle: resource, n: int32", outputs="components: component_types",
-    types=_COMPONENTS, attrs={"timeout_ms": -1}, shape=_dequeue_up_to_shape, is_async=True, **_QUEUE_TRAITS)
+    types=_COMPONENTS, attrs={"timeout_ms": -1}, shape=_dequeue_up_to_shape, **_WAITING_QUEUE_TRAITS)
 async def queue_dequeue_up_to_v2(k, queue, n):
     return await _dequeue_batch(k, queue, n, True)
 
 
-@op("QueueCloseV2", inputs="handle: resource", attrs={"cancel_pending_enqueues": False}, is_async=True,
-    **_QUEUE_TRAITS)
+@op("QueueCloseV2", inputs="handle: resource", attrs={"cancel_pending_enqueues": False},
+    **_WAITING_QUEUE_TRAITS)
 def queue_close_v2(k, queue):
-    queue.close(k.cancel_pending_enqueues)  # wakes waiters: runs on the loop, hence is_async
+    queue.close(k.cancel_pending_enqueues)  # wakes waiters, from any thread (data_flow_queues._settle)
 
 
 @op("QueueSizeV2", inputs="handle: resource", outputs="size: int32", shape=_scalar_handle, **_QUEUE_TRAITS)

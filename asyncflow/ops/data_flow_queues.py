@@ -18,8 +18,12 @@ larger than the capacity completes) and keeps them in `taken` until its kernel h
 kernel cancelled on the way (session close, step error, RunOptions timeout) withdraws its attempt
 and puts the taken rows back in front, so no element is lost or duplicated.
 
-Everything here runs on the session's event-loop thread: queue ops that can wait or wake others
-are declared `is_async`, so their steps run on that loop, and the loop runs one thing at a time.
+Queue ops that can wait or wake others are declared `is_async` and `try_sync`: a step from a plain
+thread first runs them there, and an op that completes at once (room to enqueue, rows to dequeue,
+nobody waiting ahead) costs no hop to the session's event loop; one that would wait raises
+`WouldWait` before changing anything, and the executor moves the step onto the loop, where it
+waits on a future. A queue's state is therefore touched from two threads, always under its
+`_mutex`, and a future is completed on its own loop (`_settle`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import asyncio
 import heapq
 import itertools
 import sys
+import threading
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from asyncflow import dtypes, errors
+from asyncflow.ops.registry import WouldWait
 from asyncflow.shapes import TensorShape
 
 Piece = tuple  # (arrays, start, stop[, priority order]): rows start..stop of each component array
@@ -166,6 +172,7 @@ class Queue:
         self._enqueuers: deque[_Enqueue] = deque()
         self._dequeuers: deque[_Dequeue] = deque()
         self._padded = kind == "PaddingFIFOQueue"
+        self._mutex = threading.RLock()  # the state: a plain thread's step and the loop's both touch it
 
     def __repr__(self) -> str:
         return f"<{self.kind} '{self.name}' size={len(self.store)}{' closed' if self.closed else ''}>"
@@ -233,56 +240,77 @@ class Queue:
 
     # -- what kernels await ------------------------------------------------------------------------------
     async def enqueue(self, piece: Piece) -> None:
-        """Adds the rows of `piece` in order, waiting for room; CancelledError once the queue is closed."""
+        """Adds the rows of `piece` in order, waiting for room; CancelledError once the queue is closed.
+        Outside an event loop: at once, or WouldWait (nothing changed) when it would have to wait."""
         if self.closed:
             raise errors.CancelledError(None, None, f"{self._where()} is closed.")
         arrays, start, stop = piece
         if start == stop:
             return
-        attempt = _Enqueue(arrays, start, stop, asyncio.get_running_loop().create_future())
-        self._enqueuers.append(attempt)
-        self._flush()
+        loop = asyncio._get_running_loop()
+        with self._mutex:
+            if loop is None:
+                if self._enqueuers or stop - start > self.capacity - len(self.store):
+                    raise WouldWait(self._where())
+                self.store.put((arrays, start, stop))
+                self._flush()
+                return
+            attempt = _Enqueue(arrays, start, stop, loop.create_future())
+            self._enqueuers.append(attempt)
+            self._flush()
         try:
             await attempt.future
         except asyncio.CancelledError:
-            _remove(self._enqueuers, attempt)  # rows not yet in the queue are dropped, as TF's
-            _retrieve(attempt.future)
-            self._flush()
+            with self._mutex:
+                _remove(self._enqueuers, attempt)  # rows not yet in the queue are dropped, as TF's
+                _retrieve(attempt.future)
+                self._flush()
             raise
 
     async def dequeue(self, n: int, allow_small: bool) -> list[Piece]:
-        """Takes `n` rows (fewer only when `allow_small` and the queue is closed), waiting for them."""
-        attempt = _Dequeue(n, allow_small, asyncio.get_running_loop().create_future())
-        self._dequeuers.append(attempt)
-        self._flush()
+        """Takes `n` rows (fewer only when `allow_small` and the queue is closed), waiting for them.
+        Outside an event loop: at once, or WouldWait (nothing changed) when it would have to wait."""
+        loop = asyncio._get_running_loop()
+        with self._mutex:
+            if loop is None:
+                floor = 0 if self.closed else self.min_after_dequeue
+                if self._dequeuers or len(self.store) - floor < n or n <= 0:
+                    raise WouldWait(self._where())  # the loop's path has every rule, errors included
+                taken = self.store.take(n)
+                self._flush()
+                return taken
+            attempt = _Dequeue(n, allow_small, loop.create_future())
+            self._dequeuers.append(attempt)
+            self._flush()
         try:
             await attempt.future
         except asyncio.CancelledError:
-            _remove(self._dequeuers, attempt)
-            self._give_back(attempt)
-            _retrieve(attempt.future)
-            self._flush()
+            with self._mutex:
+                _remove(self._dequeuers, attempt)
+                self._give_back(attempt)
+                _retrieve(attempt.future)
+                self._flush()
             raise
-        taken, attempt.taken = attempt.taken, []
+        with self._mutex:
+            taken, attempt.taken = attempt.taken, []
         return taken
 
     def close(self, cancel_pending_enqueues: bool) -> None:
-        self.closed = True
-        if cancel_pending_enqueues:
-            while self._enqueuers:
-                attempt = self._enqueuers.popleft()
-                if not attempt.future.done():
-                    attempt.future.set_exception(errors.CancelledError(None, None, f"{self._where()} is closed."))
-        self._flush()
+        with self._mutex:
+            self.closed = True
+            if cancel_pending_enqueues:
+                while self._enqueuers:
+                    attempt = self._enqueuers.popleft()
+                    _settle(attempt.future, errors.CancelledError(None, None, f"{self._where()} is closed."))
+            self._flush()
 
     def abort(self, reason: str) -> None:
         """The queue is dropped (its container was reset): every waiting op fails with CancelledError."""
-        self.closed = True
-        for line in (self._enqueuers, self._dequeuers):
-            while line:
-                attempt = line.popleft()
-                if not attempt.future.done():
-                    attempt.future.set_exception(errors.CancelledError(None, None, f"{self._where()}: {reason}"))
+        with self._mutex:
+            self.closed = True
+            for line in (self._enqueuers, self._dequeuers):
+                while line:
+                    _settle(line.popleft().future, errors.CancelledError(None, None, f"{self._where()}: {reason}"))
 
     # -- the hand-off --------------------------------------------------------------------------------------
     def _give_back(self, attempt: _Dequeue) -> bool:
@@ -311,7 +339,7 @@ class Queue:
                 if attempt.start < attempt.stop:
                     break
                 enqueuers.popleft()
-                attempt.future.set_result(None)
+                _settle(attempt.future)
             while dequeuers:
                 attempt = dequeuers[0]
                 if attempt.future.done():  # cancelled before it completed: what it took goes back now
@@ -335,16 +363,16 @@ class Queue:
             attempt.count += k
         took = k > 0
         if attempt.count == attempt.n:
-            attempt.future.set_result(None)
+            _settle(attempt.future)
             return took, True
         if not self.closed or any(e.start < e.stop for e in self._enqueuers):
             return took, False  # blocked enqueues of a closed queue may still bring rows
         if attempt.allow_small and attempt.count:
-            attempt.future.set_result(None)
+            _settle(attempt.future)
             return took, True
         size = len(store) + attempt.count  # what the queue holds once this attempt gives its rows back
         self._give_back(attempt)
-        attempt.future.set_exception(errors.OutOfRangeError(
+        _settle(attempt.future, errors.OutOfRangeError(
             None, None, f"{self._where()} is closed and has insufficient elements (requested {attempt.n}, "
                         f"current size {size})"))
         return True, True
@@ -395,6 +423,25 @@ def _object_scalar(value: Any) -> np.ndarray:
     out = np.empty((), dtype=object)
     out[()] = value
     return out
+
+
+def _settle(future: asyncio.Future, error: BaseException | None = None) -> None:
+    """Completes a waiting attempt's future (with `error`, if given) on its own loop: directly from that loop's
+    thread, through call_soon_threadsafe from a plain thread's step. One already done (cancelled) is left."""
+    loop = future.get_loop()
+    if asyncio._get_running_loop() is loop:
+        _complete(future, error)
+    else:
+        loop.call_soon_threadsafe(_complete, future, error)
+
+
+def _complete(future: asyncio.Future, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
 
 
 def _remove(line: deque, attempt: Any) -> None:

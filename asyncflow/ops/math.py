@@ -55,31 +55,52 @@ _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 
 
-def _binary(op_type: str, fn: Callable[..., Any], types: tuple, out: str = "T", **traits: Any) -> OpDef:
-    """Declares a broadcasting binary op `z = fn(x, y)`."""
-    out_spec = "z: T" if out == "T" else f"z: {out}"
+# The ufunc each Python operator stands for: a kernel computing with a ufunc can write its result into
+# an input buffer the executor hands it (`out=`, TF's buffer forwarding; exec/executor.py).
+_UFUNC_OF = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply}
 
-    async def kernel(k, x, y):
+
+def _forwarding_ufunc(fn: Callable[..., Any], out: str) -> np.ufunc | None:
+    """The ufunc a kernel may compute `fn` with into a forwarded buffer (None: it always allocates)."""
+    if out != "T":
+        return None
+    ufunc = _UFUNC_OF.get(fn, fn)
+    return ufunc if isinstance(ufunc, np.ufunc) else None
+
+
+def _binary(op_type: str, fn: Callable[..., Any], types: tuple, out: str = "T", **traits: Any) -> OpDef:
+    """Declares an elementwise binary op `z = fn(x, y)` (broadcasting, as TF's cwise ops)."""
+    out_spec = "z: T" if out == "T" else f"z: {out}"
+    ufunc = _forwarding_ufunc(fn, out)
+
+    def kernel(k, x, y, out=None):
+        if out is not None and out.dtype.type is k.out_dtypes[0] and out.dtype.kind in "biufc" and \
+                out.shape == (x.shape if x.shape == y.shape else np.broadcast_shapes(x.shape, y.shape)):
+            return ufunc(x, y, out=out)
         return as_out(fn(x, y), k.out_dtypes[0])
 
     kernel.__name__ = f"{op_type}_kernel"
     return op(op_type, inputs="x: T, y: T", outputs=out_spec, types={"T": types}, shape=broadcast,
-              **traits)(kernel)
+              forwards=ufunc is not None, **traits)(kernel)
 
 
 def _unary(op_type: str, fn: Callable[..., Any], types: tuple, out: str = "T", upcast: bool = False,
            **traits: Any) -> OpDef:
     """Declares an elementwise unary op `y = fn(x)`; `upcast` computes float16/bfloat16 in float32."""
     out_spec = "y: T" if out == "T" else f"y: {out}"
+    ufunc = _forwarding_ufunc(fn, out)
 
-    async def kernel(k, x):
+    def kernel(k, x, out=None):
         if upcast and x.dtype in _LOW_PRECISION:
             x = x.astype(np.float32)
+        elif out is not None and out.dtype.type is k.out_dtypes[0] and out.dtype.kind in "fc" and \
+                out.shape == x.shape:
+            return ufunc(x, out=out)
         return as_out(fn(x), k.out_dtypes[0])
 
     kernel.__name__ = f"{op_type}_kernel"
     return op(op_type, inputs="x: T", outputs=out_spec, types={"T": types}, shape=same_as_input,
-              **traits)(kernel)
+              forwards=ufunc is not None, **traits)(kernel)
 
 
 # -- integer division rules (TF's google_floor_div / google_floor_mod / safe_div) ----------------------

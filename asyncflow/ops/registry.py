@@ -17,7 +17,8 @@ ValueError on static conflicts. The kernel is `kernel(k, *inputs)`, where `k` is
 `KernelContext` (attrs as fields, `xp`, `resources`). A kernel that never waits is a plain function:
 `OpDef.sync` holds it, and the executor calls it directly (a call, not a coroutine, per node);
 `OpDef.kernel` is then a coroutine function wrapping it, so every caller may await any kernel. A
-kernel that awaits (a queue, a Recv) is an `async def` and declares `is_async=True`. `grad` is filled by the gradient library (the training issue).
+kernel that awaits (a queue, a Recv) is an `async def` and declares `is_async=True`.
+`grad` is filled by the gradient library (the training issue).
 
 Calling the OpDef (`add_v2(a, b, name=...)`) converts inputs, infers type attrs, applies the name
 scope exactly as TF1's `apply_op` does (so `af.add(x, 1.0)` creates `Add` and its constant
@@ -179,6 +180,12 @@ class OpDef:
     type_defaults: dict[str, dtypes.DType] = field(default_factory=dict)
     prepare: Callable[[KernelContext], None] | None = None  # per-node set-up, once per compiled plan
     sync: Callable[..., Any] | None = None  # the kernel as a plain function, when it never waits
+    # The kernel takes `out=`: an input buffer the executor hands over because nothing else will read it
+    # (TF's buffer forwarding); the kernel writes its result there when shape and dtype match, else ignores it.
+    forwards: bool = False
+    # An async kernel that, called outside an event loop, completes at once or raises WouldWait before it has
+    # changed anything (queue ops): a step from a plain thread tries it there before moving to the loop.
+    try_sync: bool = False
 
     def gradient(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: `fn(op, *output_grads) -> [input grads]` is this op's gradient (TF's signature)."""
@@ -192,6 +199,11 @@ class OpDef:
         if len(self.outputs) == 1 and not self.outputs[0].is_list:
             return op._outputs[0]
         return list(op._outputs)
+
+
+class WouldWait(Exception):
+    """Raised by a `try_sync` kernel called outside an event loop when it would have to wait; nothing has
+    changed, and the executor calls it again on the session's event loop."""
 
 
 OPS: dict[str, OpDef] = {}
@@ -238,8 +250,8 @@ def op(
 def as_coroutine(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A plain kernel as a coroutine function, for callers that await kernels (the reference path, tracing)."""
     @functools.wraps(fn)
-    async def kernel(*args: Any) -> Any:
-        return fn(*args)
+    async def kernel(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
 
     return kernel
 
