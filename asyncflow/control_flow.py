@@ -67,10 +67,18 @@ class _Context:
         self.scope = scope  # name scope (with trailing "/") where captures are built
         self._captured: dict[Tensor, Tensor] = {}
         self._pivot: Operation | None = None
+        self._home: Operation | None = None  # the pivot the branch or body was built with (kept after it)
 
     def pivot_op(self) -> Operation:
-        assert self._pivot is not None
-        return self._pivot
+        """The op that gates ops built here: the one being built with, or once the context is closed (a
+        gradient adds a counter or a stack to a loop or branch built earlier), the one it was built with."""
+        pivot = self._pivot or self._home or self._built_pivot()
+        assert pivot is not None
+        return pivot
+
+    def _built_pivot(self) -> Operation | None:
+        """The pivot of a context rebuilt from a graph document (which records no pivot)."""
+        return None
 
     def owns(self, op: Operation) -> bool:
         ctx = op._cf_context
@@ -128,7 +136,7 @@ class _Context:
     def entered(self, pivot: Operation) -> Iterator[None]:
         graph = get_default_graph()
         saved, saved_pivot = graph._cf_context, self._pivot
-        graph._cf_context, self._pivot = self, pivot
+        graph._cf_context, self._pivot, self._home = self, pivot, pivot
         try:
             yield
         finally:
@@ -150,6 +158,16 @@ class _CondContext(_Context):
         for m in values["merges"]:  # what the Merge's gradient reads (the cond builder sets it)
             m.op._cond_pred = values["pred"]
         return cls(outer, scope, values["pred"], values["branch"])
+
+    def _built_pivot(self) -> Operation | None:
+        # cond() builds Switch(p, p) and Identity of its output `branch` next to pred = Identity(p).
+        p = self.pred.op.inputs[0] if self.pred.op.inputs else None
+        for sw in (p._consumers if p is not None else []):
+            if sw.op_def is not None and sw.op_def.control_flow == "switch" and all(t is p for t in sw.inputs):
+                for c in sw.outputs[self.branch]._consumers:
+                    if c.type == "Identity":
+                        return c
+        return None
 
     def _make_capture(self, t: Tensor) -> Tensor:
         switch = cf.ref_switch_op if t.dtype.is_ref_dtype else cf.switch_op
@@ -180,6 +198,9 @@ class _WhileContext(_Context):
         self.count: Tensor | None = None  # how many iterations ran (built when a gradient needs it)
         self.count_identity: Tensor | None = None
         self.count_next: Operation | None = None
+
+    def _built_pivot(self) -> Operation | None:
+        return self.identities[0].op if self.identities else None
 
     def finish(self, next_iterations: list[Tensor]) -> None:
         """Called once the loop is closed (the gradient's loop orders its stack pops here)."""

@@ -11,8 +11,17 @@ so iteration k of W is matched with iteration N-1-k of the backward loop. W gets
 counter (its Exit gives N); each iteration's pushes are chained to the counter so pushes, and
 pops, happen in iteration order even with several iterations in flight.
 
-Supported: loops at the top level whose bodies hold no cond or inner loop (a clear LookupError
-otherwise); gradients of loop variables and of captured tensors.
+Nesting (TF1's nested GradLoopState): a value computed inside a cond of W's body is live only in
+the iterations that took that branch. Its push sits in the branch (it runs only then), and its pop
+is guarded by a Switch of the stack handle on the cond's predicate as that iteration saw it (the
+predicate is itself stacked, guarded by any cond around it), so pushes and pops pair up. Such a
+push or pop may be dead, and a dead control input would kill the counter it orders: each is joined
+back to the loop's level by a Merge of "ran" (after it) and "the other branch" (a Switch of the
+counter), one per enclosing cond, and that Merge orders the next iteration. A loop inside W's body
+(W2) is one node of the body's gradient, whose backward loop is built inside W's: W2's stacks are
+made in W's body (a new stack each outer iteration), and their handles reach W2's backward loop the
+way any value of W's body does, through W's own stacks. A loop inside a cond gets its counter and
+stacks in that branch; when the branch is not taken they are dead, and so is its backward loop.
 """
 
 from __future__ import annotations
@@ -49,32 +58,75 @@ class _GradWhileContext(_WhileContext):
         return super().capture(t)
 
     def _stacked(self, t: Tensor) -> Tensor:
-        """Pushes `t` each forward iteration; returns its pop for the matching backward iteration."""
+        """Pushes `t` each forward iteration where it is live; returns its pop for the matching backward
+        iteration (guarded by the same conds, so it is live exactly there)."""
         fwd = self.forward
         graph = t.graph
+        push_ctx, guards = _liveness(t, fwd)
         saved_ctx, saved_scope = graph._cf_context, graph._name_stack
         try:
             graph._cf_context, graph._name_stack = fwd.outer, fwd.scope.rstrip("/")
             with control_dependencies(None):
                 handle = cf.stack_v2_op(constant(-1, name="f_acc_size"), elem_type=t.dtype.base_dtype,
                                         stack_name=f"{t.op.name}_stack", name="f_acc")
-            graph._cf_context = fwd
+            graph._cf_context = fwd  # everything below is fwd's or inside it: nothing is captured again
             with control_dependencies([fwd.count_identity.op]):  # in iteration order
                 push = cf.stack_push_v2_op(handle, t, name="StackPushV2")
-            fwd.count_next._add_control_input(push.op)
-            graph._cf_context, graph._name_stack = self, self.scope.rstrip("/")
+            push.op._cf_context = push_ctx
+            fwd.count_next._add_control_input(_joined(push.op, fwd.count_identity, guards))
+            graph._name_stack = self.scope.rstrip("/")
+            real_guards = [(self.capture(pred), branch) for pred, branch in guards]  # as that iteration saw them
+            graph._cf_context = self
+            inner = self.capture(handle)
+            if real_guards:
+                inner = cf.switch_op(inner, real_guards[0][0], name="StackPopGuard")[real_guards[0][1]]
             with control_dependencies([self.pivot_op()]):
-                pop = cf.stack_pop_v2_op(handle, elem_type=t.dtype.base_dtype, name="StackPopV2")
+                pop = cf.stack_pop_v2_op(inner, elem_type=t.dtype.base_dtype, name="StackPopV2")
+            pop.op._cf_context = self
+            self._pops.append(_joined(pop.op, self.pivot_op().outputs[0], real_guards))
         finally:
             graph._cf_context, graph._name_stack = saved_ctx, saved_scope
         pop._shape = t.shape
-        pop.op._cf_context = self
-        self._pops.append(pop.op)
         return pop
 
     def finish(self, next_iterations: list[Tensor]) -> None:
         for pop in self._pops:  # the next backward iteration pops only after this one did
             next_iterations[0].op._add_control_input(pop)
+
+
+def _liveness(t: Tensor, loop: _WhileContext) -> tuple[Any, list[tuple[Tensor, int]]]:
+    """Where `t` (a value computed in `loop`'s body) is live: the context its push belongs to, and the
+    conds between it and `loop`, innermost first, as (the cond's predicate, the branch taken)."""
+    op = t.op
+    ctx = op._cf_context
+    if op.op_def is not None and op.op_def.control_flow == "exit":
+        ctx = ctx.outer  # an inner loop's result lives around that loop
+    guards: list[tuple[Tensor, int]] = []
+    if op.op_def is not None and op.op_def.control_flow == "switch" and isinstance(ctx, _CondContext) \
+            and t.value_index != ctx.branch:
+        guards.append((ctx.pred, 1 - ctx.branch))  # a branch's capture seen from the other branch
+        ctx = ctx.outer
+    push_ctx = ctx
+    while ctx is not None and ctx is not loop:
+        if isinstance(ctx, _CondContext):
+            guards.append((ctx.pred, ctx.branch))
+        elif isinstance(ctx, _WhileContext):
+            raise LookupError(f"No gradient defined for '{op.name}': the gradient of while_loop "
+                              f"'{loop.scope[:-1]}' needs a value of the inner loop '{ctx.scope[:-1]}' from outside it")
+        ctx = ctx.outer
+    return push_ctx, guards
+
+
+def _joined(op: Operation, anchor: Tensor, guards: list[tuple[Tensor, int]]) -> Operation:
+    """An op at the loop's level that runs once `op` ran, or once it is known not to (an untaken branch):
+    per enclosing cond, Merge(Switch(anchor, pred)[other branch], Identity(Switch(anchor, pred)[branch]) after
+    `op`), TF's ControlTrigger built from ops whose dead-ness rules are the frame executor's own."""
+    for pred, branch in guards:
+        sides = cf.switch_op(anchor, pred, name="JoinSwitch")
+        with control_dependencies([op]):
+            ran = identity(sides[branch], name="JoinRan")
+        op = cf.merge_op([sides[1 - branch], ran], name="Join")[0].op
+    return op
 
 
 def _grad_context(forward: _WhileContext) -> Any:
@@ -118,20 +170,6 @@ def forward_count(loop: _WhileContext) -> Tensor:
     return exit_
 
 
-def _check_supported(loop: _WhileContext, members: set[Operation]) -> None:
-    if loop.outer is not None:
-        raise LookupError(f"No gradient defined for while_loop '{loop.scope[:-1]}' nested in another loop or cond: "
-                          f"gradients through nested control flow are not supported yet")
-    for op in members:
-        ctx = op._cf_context
-        while ctx is not None and ctx is not loop:
-            if isinstance(ctx, (_CondContext, _WhileContext)):
-                raise LookupError(f"No gradient defined for while_loop '{loop.scope[:-1]}': its body holds a cond or "
-                                  f"a loop ('{op.name}'), and gradients through nested control flow are not "
-                                  f"supported yet")
-            ctx = ctx.outer
-
-
 def loop_gradients(loop: _WhileContext, members: set[Operation], exit_grads: list[Any],
                    wanted: set[Tensor]) -> dict[Tensor, Any]:
     """Gradients for the tensors `loop` takes from outside, given the gradients of its Exits.
@@ -142,13 +180,14 @@ def loop_gradients(loop: _WhileContext, members: set[Operation], exit_grads: lis
     from asyncflow.gradients import IndexedSlices, _backprop_dtype, gradients
     from asyncflow.ops.math import add, greater, subtract
 
-    _check_supported(loop, members)
     if not getattr(loop, "back_prop", True):
         return {}
     first = 1 if getattr(loop, "has_counter", False) else 0
     var_ids = [j for j in range(first, len(loop.exits)) if _backprop_dtype(loop.exits[j])]
-    captured = [(outside, inside) for outside, inside in loop._captured.items()
-                if _backprop_dtype(inside) and outside in wanted]
+    # What the loop's Enter took in: for a loop nested in a cond or a loop, the enclosing context's capture
+    # of the original tensor (that capture's own gradient takes it further out).
+    captured = [(inside.op.inputs[0], inside) for inside in loop._captured.values()
+                if _backprop_dtype(inside) and inside.op.inputs[0] in wanted]
     if not var_ids:
         return {}
     count = forward_count(loop)
@@ -180,8 +219,8 @@ def loop_gradients(loop: _WhileContext, members: set[Operation], exit_grads: lis
                         name=f"{loop.scope[:-1].split('/')[-1]}_grad", _context_factory=_grad_context(loop),
                         return_same_structure=True)
     out: dict[Tensor, Any] = {}
-    for k, j in enumerate(var_ids):
-        out[loop.enters[j].op.inputs[0]] = result[1 + k]
-    for k, (outside, _) in enumerate(captured):
-        out[outside] = result[1 + len(var_ids) + k]
+    pairs = [(loop.enters[j].op.inputs[0], result[1 + k]) for k, j in enumerate(var_ids)]
+    pairs += [(outside, result[1 + len(var_ids) + k]) for k, (outside, _) in enumerate(captured)]
+    for t, g in pairs:  # a tensor both starts a loop variable and is read in the body: both shares count
+        out[t] = add(out[t], g) if t in out else g
     return out

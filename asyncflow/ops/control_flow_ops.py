@@ -173,13 +173,15 @@ next_iteration_op.gradient(_loop_grad)
 
 
 # -- stacks: where a loop's forward pass keeps each iteration's values for the backward pass ----------
+# (resource handles too: the stacks of a loop nested in a loop are made per outer iteration, and their
+# handles are kept on the outer loop's stacks.)
 class _Stack(list):
     """One step's stack (a StackV2 resource): pushes append, pops take from the end."""
 
     __slots__ = ("name",)
 
 
-@op("StackV2", inputs="max_size: int32", outputs="handle: resource", types={"elem_type": ALL_TYPES},
+@op("StackV2", inputs="max_size: int32", outputs="handle: resource", types={"elem_type": FLOW_TYPES},
     attrs={"stack_name": ""}, type_defaults={"elem_type": dtypes.float32}, shape=lambda b: TensorShape([]),
     stateful=True, differentiable=False)
 def stack_v2_op(k, max_size):
@@ -188,14 +190,14 @@ def stack_v2_op(k, max_size):
     return stack
 
 
-@op("StackPushV2", inputs="handle: resource, elem: T", outputs="output: T", types={"T": ALL_TYPES},
+@op("StackPushV2", inputs="handle: resource, elem: T", outputs="output: T", types={"T": FLOW_TYPES},
     attrs={"swap_memory": False}, shape=lambda b: b.shape(1), stateful=True, differentiable=False)
 def stack_push_v2_op(k, handle, elem):
     handle.append(elem)
     return elem
 
 
-@op("StackPopV2", inputs="handle: resource", outputs="elem: elem_type", types={"elem_type": ALL_TYPES},
+@op("StackPopV2", inputs="handle: resource", outputs="elem: elem_type", types={"elem_type": FLOW_TYPES},
     shape=lambda b: TensorShape(None), stateful=True, differentiable=False)
 def stack_pop_v2_op(k, handle):
     if not handle:
