@@ -136,14 +136,15 @@ def ref_enter_op(k, data):
 # -- gradients ----------------------------------------------------------------------------------------
 # Through `cond`: Merge sends its gradient down the branch that was taken (a Switch on the cond's
 # predicate, which the cond builder records on the Merge), and a Switch merges its outputs'
-# gradients back (the untaken side's is dead). Through `while_loop`, TF keeps each iteration's
-# forward values on stacks and builds a backward loop; asyncflow does not build that yet, and says so.
+# gradients back (the untaken side's is dead); inside a loop's backward loop the predicate is the one the
+# matching forward iteration saw (kept on a stack). A `while_loop` is differentiated as a whole, by a
+# backward loop over per-iteration stacks (asyncflow/control_flow_grad.py).
 @merge_op.gradient
 def _merge_grad(op: Any, grad: Any, _index_grad: Any) -> list[Any]:
     pred = getattr(op, "_cond_pred", None)
     if pred is None:
         raise LookupError(f"No gradient defined for operation '{op.name}' (op type: Merge): only the Merge of an "
-                          f"af.cond has one (gradients through while_loop are not supported yet)")
+                          f"af.cond has one (a loop built by af.while_loop is differentiated as a whole)")
     if len(op.inputs) != 2:
         raise LookupError(f"No gradient for Merge '{op.name}' with {len(op.inputs)} inputs")
     grad_false, grad_true = switch_op(grad, pred, name="cond_grad")

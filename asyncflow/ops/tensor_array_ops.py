@@ -258,24 +258,9 @@ def _dense(g: Any) -> Any:
     return g._as_tensor() if hasattr(g, "_as_tensor") and not isinstance(g, Tensor) else g
 
 
-def _check_made_outside_loops(handle: Tensor) -> None:
-    """A TensorArray made inside a loop body has one array per iteration, which the backward loop cannot
-    reach (its handles would have to be kept per iteration): a clear LookupError rather than a wrong answer."""
-    made = handle
-    while made.op.op_def.control_flow == "enter" and made.op.get_attr("is_constant"):
-        made = made.op.inputs[0]  # a loop invariant: the handle from outside
-    ctx = made.op._cf_context
-    while ctx is not None:
-        if hasattr(ctx, "frame_name"):  # a while loop's context (control_flow.py sits above this module)
-            raise LookupError(f"No gradient defined for the TensorArray '{made.op.name}': it is made inside the "
-                              f"while loop '{ctx.scope.rstrip('/')}', and gradients of a TensorArray made inside a "
-                              f"loop body are not supported (make it outside and pass it in loop_vars)")
-        ctx = ctx.outer
-
-
 def _grad_array(handle: Tensor, flow: Tensor, source: str) -> tuple[Tensor, Tensor]:
-    """The gradient array's handle, and a flow that runs after it was made."""
-    _check_made_outside_loops(handle)
+    """The gradient array's handle, and a flow that runs after it was made. For an array made inside a
+    while loop's body, `handle` in the backward loop is that iteration's array, kept on a stack."""
     g_handle, _ = tensor_array_grad_v3(handle, flow, source=source)
     with control_dependencies([g_handle]):
         return g_handle, identity(flow, name="gradient_flow")

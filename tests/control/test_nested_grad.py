@@ -89,7 +89,30 @@ def _rnn_with_gate(af, w, xs, h0):
     return af.while_loop(lambda t, h: t < 5, body, [0, h0])[1]
 
 
+def _array_in_loop(af, xs, a0, parallel=10):
+    """A TensorArray made in each iteration of the body: written twice, read back whole and by index."""
+    def body(t, acc):
+        inner = af.TensorArray(af.float64, 2, clear_after_read=False)
+        inner = inner.write(0, xs[t] * 2.0).write(1, af.sin(xs[t]) * acc)
+        return t + 1, acc + af.reduce_sum(inner.stack() * inner.read(1)) * 0.1
+
+    return af.while_loop(lambda t, acc: t < 4, body, [0, a0], parallel_iterations=parallel)[1]
+
+
+def _array_filled_by_inner_loop(af, xs, a0):
+    """Each outer iteration fills a new TensorArray in an inner loop (trip count t + 1), then reduces it."""
+    def body(t, acc):
+        def fill(j, ta):
+            return j + 1, ta.write(j, xs[j] * acc)
+
+        _, ta = af.while_loop(lambda j, ta: j < t + 1, fill, [0, af.TensorArray(af.float64, t + 1)])
+        return t + 1, acc + af.reduce_sum(af.tanh(ta.stack()))
+
+    return af.while_loop(lambda t, acc: t < 3, body, [0, a0])[1]
+
+
 X = np.array([0.8, -0.6, 1.1])
+XS_TA = RNG.normal(size=(4, 3))
 CASES = [
     GradCase("cond_in_loop", LOOP, lambda af, x, v: _cond_in_loop(af, x, v), [X, V]),
     GradCase("cond_in_loop_serial", LOOP, lambda af, x, v: _cond_in_loop(af, x, v, 1), [X, V]),
@@ -103,6 +126,12 @@ CASES = [
     GradCase("loop_in_cond_taken", LOOP, _loop_in_cond, [X, V, np.bool_(True)]),
     GradCase("loop_in_cond_not_taken", LOOP, _loop_in_cond, [X, V, np.bool_(False)]),
     GradCase("gated_rnn", LOOP, _rnn_with_gate, [W, XS, H0], rtol=1e-5, atol=1e-7),
+    GradCase("array_in_loop", LOOP + ("TensorArrayWriteV3", "TensorArrayGatherV3", "TensorArrayReadV3"),
+             lambda af, xs, a: _array_in_loop(af, xs, a), [XS_TA, np.float64(0.5)]),
+    GradCase("array_in_loop_serial", LOOP + ("TensorArrayWriteV3", "TensorArrayGatherV3", "TensorArrayReadV3"),
+             lambda af, xs, a: _array_in_loop(af, xs, a, 1), [XS_TA, np.float64(0.5)]),
+    GradCase("array_filled_by_inner_loop", LOOP + ("TensorArrayWriteV3", "TensorArrayGatherV3"),
+             _array_filled_by_inner_loop, [XS_TA, np.float64(0.3)]),
     GradCase("cond_in_loop_unknown_shapes", LOOP, lambda af, x, v: _cond_in_loop(af, x, v), [X, V],
              static_shapes=False),
 ]
