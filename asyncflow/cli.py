@@ -70,6 +70,11 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--master-timeout", type=float, default=600.0, help="seconds after which a worker drops the "
                        "graphs of a master it no longer hears from (default 600)")
 
+    def compute_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--intra-op-threads", type=int, default=0, help="BLAS threads per kernel, as TF1's "
+                       "ConfigProto(intra_op_parallelism_threads); the offload pool gets cores // this many "
+                       "threads (default 0: the user's OPENBLAS_NUM_THREADS/OMP_NUM_THREADS, else the cores)")
+
     def server_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
         p.add_argument("--token-file", help="file holding the cluster token (else ASYNCFLOW_TOKEN)")
@@ -80,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
                        "counts as dead")
         connection_flags(p)
         state_flags(p)
+        compute_flags(p)
 
     worker = sub.add_parser("worker", help="serve one task of a cluster (and the master API)")
     worker.add_argument("--cluster", help="cluster spec: JSON or a path to a JSON file")
@@ -102,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
                        "same address, instead of stopping the cluster")
     connection_flags(local)
     state_flags(local)
+    compute_flags(local)
     shutdown = sub.add_parser("shutdown", help="stop a cluster cleanly through its master")
     shutdown.add_argument("target", help="the master, http://host:port")
     shutdown.add_argument("--token-file", help="file holding the cluster token (else ASYNCFLOW_TOKEN)")
@@ -143,6 +150,12 @@ def _options(args: argparse.Namespace) -> Any:
         raise _Fail(f"--auth-max-nonces must be at least 1, got {args.auth_max_nonces}")
     if args.max_connections_per_peer < 1:
         raise _Fail(f"--max-connections-per-peer must be at least 1, got {args.max_connections_per_peer}")
+    if args.intra_op_threads < 0:
+        raise _Fail(f"--intra-op-threads must be 0 (the default) or a positive count, got {args.intra_op_threads}")
+    if args.intra_op_threads:
+        from asyncflow.exec.threads import configure
+
+        configure(args.intra_op_threads)
     for flag, value in (("--session-idle-timeout", args.session_idle_timeout), ("--pull-timeout", args.pull_timeout),
                         ("--step-start-timeout", args.step_start_timeout), ("--master-timeout", args.master_timeout)):
         if not value > 0:
@@ -241,7 +254,8 @@ def _local(args: argparse.Namespace) -> int:
               "--max-connections-per-peer", str(args.max_connections_per_peer),
               "--auth-window", str(args.auth_window), "--auth-max-nonces", str(args.auth_max_nonces)]
     extra += ["--session-idle-timeout", str(args.session_idle_timeout), "--pull-timeout", str(args.pull_timeout),
-              "--step-start-timeout", str(args.step_start_timeout), "--master-timeout", str(args.master_timeout)]
+              "--step-start-timeout", str(args.step_start_timeout), "--master-timeout", str(args.master_timeout),
+              "--intra-op-threads", str(args.intra_op_threads)]
     base = [sys.executable, "-m", "asyncflow.cli"]
     # (label, address, command) per child; a restarted child gets the same command, hence the same address.
     plans = [(f"job={job} task={i}", address, base + ["worker", "--cluster", text, "--job", job, "--task", str(i)]

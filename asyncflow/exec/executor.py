@@ -106,7 +106,6 @@ class Plan:
 
 
 OFFLOAD_BYTES = 4 << 20  # inputs at least this large send a pure kernel to a worker thread
-_POOL: ThreadPoolExecutor | None = None
 
 
 def _may_offload(op: Operation) -> bool:

@@ -114,3 +114,16 @@ def test_a_configured_session_computes_offloaded_kernels_correctly() -> None:
         y = af.matmul(x, x) + x
     with af.Session(graph=graph, config=af.ConfigProto(intra_op_parallelism_threads=1)) as sess:
         np.testing.assert_allclose(sess.run(y, {x: a}), a @ a + a, rtol=1e-4, atol=1e-3)
+
+
+def test_the_server_flag_sets_the_same_policy_and_rejects_a_negative_count() -> None:
+    from asyncflow import cli
+
+    args = cli._parser().parse_args(["worker", "--cluster", '{"worker": ["127.0.0.1:1"]}', "--job", "worker",
+                                     "--task", "0", "--intra-op-threads", "1"])
+    cli._options(args)
+    assert threads.settings().blas_threads == 1 and threads.settings().blas_source == "config"
+    assert set(blas_counts()) == {1}
+    args.intra_op_threads = -2
+    with pytest.raises(cli._Fail, match="--intra-op-threads"):
+        cli._options(args)
