@@ -6,9 +6,10 @@
    attr (`loc:@w`, set by `colocate_with` and by Variable for `w/Assign`, `w/read`), and when an
    op takes a ref input (`Ref(T)` argument: Assign, AssignAdd, ...) or a resource handle (a queue):
    ops that use a variable or a queue stay with it, as TF's placer does. The ops of one
-   control-flow region (a while loop from its Enters to its Exits, a cond from its Switches to
-   its Merges) are joined too: their tensors carry frames and dead-ness, so they never cross
-   devices.
+   control-flow region are joined too: a top-level while loop with all it nests (by frame), a
+   cond from its Switches to its Merges (nesting counted): their tensors carry frames and
+   dead-ness, so they never cross devices. What leaves a region (an Exit's or a cond Merge's
+   value) is an ordinary tensor, so a loop's result may feed a cond or a loop placed elsewhere.
 2. **Constraints.** Each group merges the device specs of its members field by field; two members
    naming different jobs (tasks, device types) is an `InvalidArgumentError` naming both ops and
    both devices. The devices that match the merged spec are the group's candidates; none is an
