@@ -936,7 +936,7 @@ class Step:
 
 async def run_reference(plan: Plan, feed_values: Sequence[Any]) -> list[Any]:
     """The plain path: each node in topological order, awaited to completion, one at a time."""
-    values: list[Any] = [None] * plan.n_slots
+    values: list[Any] = plan.preset.copy()  # what the optimiser folded; the constants below run again
     for slot, v in zip(plan.feed_slots, feed_values):
         values[slot] = v
     for i, op in enumerate(plan.nodes):  # constants run here too: the reference takes no shortcut
