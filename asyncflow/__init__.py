@@ -51,6 +51,7 @@ from asyncflow.ops.registry import OPS as _OPS
 from asyncflow.ops.registry import constant, convert_to_tensor
 from asyncflow.ops.state import *
 from asyncflow.serialization import import_graph_def
+from asyncflow.graph_options import *
 from asyncflow.session import (
     ConfigProto,
     InteractiveSession,

@@ -29,6 +29,7 @@ from asyncflow.exec.step_stats import StepStats, as_proto, device_step_stats
 from asyncflow.exec.threads import configure as configure_compute_threads
 from asyncflow.gradients import IndexedSlices, IndexedSlicesValue
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph, register_session_lookup
+from asyncflow.graph_options import GraphOptions
 from asyncflow.sparse_tensor import SparseTensor, SparseTensorValue
 
 _session_ids = itertools.count(1)
@@ -100,7 +101,8 @@ class ConfigProto:
         # request with UnavailableError after this long without an answer (0: wait forever); the servers' defaults
         self.heartbeat_interval_in_ms = heartbeat_interval_in_ms
         self.heartbeat_timeout_in_ms = heartbeat_timeout_in_ms
-        self.graph_options = graph_options  # a GraphOptions: which graph optimisations plans get (None: TF1's defaults)
+        # which graph optimisations plans get (exec/optimize.py); set fields on it as on TF1's proto
+        self.graph_options = graph_options if graph_options is not None else GraphOptions()
         self.ignored = ignored
 
 
