@@ -22,8 +22,10 @@ offered to the passes in this order, and the first that rewrites it wins:
                        control input runs its kernel once here; outputs over the byte limit, a kernel
                        error (it raises at run time as usual) or a value not of the declared dtype: not folded.
 No pass touches an op that is stateful (random ops are), async, takes the step, runs Python of this
-process, has a ref input or output, is a target, or has a fed output. A rewritten op must have no
-control input (its edges would be lost) and, when it forwards a tensor, sit on that tensor's device.
+process, has a ref input or output, or has a fed output. A target or an op with a fetched output is
+preserved (grappler's nodes_to_preserve): it still runs, and shows in a trace, with its inputs rewritten,
+so each fetch gets an array of its own as in TF. A rewritten op must have no control input (its edges
+would be lost) and, when it forwards a tensor, sit on that tensor's device.
 
 Every pass is on by default and off as in TF1 through `ConfigProto(graph_options=...)`
 (asyncflow/graph_options.py says which switch turns off which pass).
@@ -66,7 +68,7 @@ def optimize(nodes: Sequence[Operation], fetches: Sequence[Tensor], targets: Seq
     it, or a graph_options.Passes; None: TF1's defaults, every pass on)."""
     passes = enabled_passes(options)
     if not passes.any():
-        return Rewrite()
+        return Rewrite(counts=dict.fromkeys(PASSES, 0))
     return _Optimizer(passes, fetches, targets, feeds).run(nodes)
 
 
@@ -77,7 +79,6 @@ class _Optimizer:
         self.targets = set(targets)
         self.fed = set(feeds)
         self.fetched = set(fetches)
-        self.claimed: set[Tensor] = set()  # the sources of the fetched tensors seen so far
         self.rw = Rewrite(counts=dict.fromkeys(PASSES, 0))
         self.seen: dict[tuple, Operation] = {}  # CSE: key -> the op kept
 
@@ -89,23 +90,20 @@ class _Optimizer:
             (p.common_subexpression, "common_subexpression", self._common),
             (p.constant_folding, "constant_folding", self._fold)) if on]
         for op in nodes:
-            if not self._rewritable(op):
+            if not self._pure(op):
                 continue
             ins = [self.source(t) for t in op._inputs]
+            if op in self.targets or any(t in self.fetched for t in op._outputs):
+                # preserved, as grappler's nodes_to_preserve: it runs (and shows in a trace), its inputs rewritten,
+                # and each fetch keeps an array of its own; equal ops after it may still read it
+                if p.common_subexpression and self._common(op, ins, preserved=True):
+                    self.rw.counts["common_subexpression"] += 1
+                continue
             for _, name, step in steps:
                 if step(op, ins):
                     self.rw.counts[name] += 1
                     break
-            self.claimed.update(self.source(t) for t in op._outputs if t in self.fetched)
         return self.rw
-
-    def _shares_fetch(self, out: Tensor, t: Tensor) -> bool:
-        """Whether reading fetched `out` from `t` would hand the user one writable array for two fetches (TF
-        gives two; a fed, constant or folded value is read-only, and the session copies those)."""
-        if out not in self.fetched:
-            return False
-        t = self.source(t)
-        return t in self.claimed and t not in self.fed and t not in self.rw.folded and self.const(t) is None
 
     # -- what the rewrite says so far ------------------------------------------------------------
     def source(self, t: Tensor) -> Tensor:
@@ -127,11 +125,11 @@ class _Optimizer:
             return _preset_form(op._attrs["value"])
         return None
 
-    def _rewritable(self, op: Operation) -> bool:
+    def _pure(self, op: Operation) -> bool:
         d = op.op_def
         if d is None or d.stateful or d.is_async or d.uses_step or d.in_process_only or d.control_flow:
             return False
-        if op in self.targets or not op._outputs:
+        if not op._outputs:
             return False
         return not any(t in self.fed or t.dtype.is_ref_dtype for t in op._outputs) and \
             not any(t.dtype.is_ref_dtype for t in op._inputs)
@@ -146,7 +144,7 @@ class _Optimizer:
             return False
         for i, t in pairs:
             out = op._outputs[i]
-            if t.dtype != out.dtype or (t not in self.fed and t.op.device != op.device) or self._shares_fetch(out, t):
+            if t.dtype != out.dtype or (t not in self.fed and t.op.device != op.device):
                 return False
         producers = {self._producer(t) for _, t in pairs}
         if len(producers) > 1 and op._control_outputs:  # an edge on `op` could wait for only one of them
@@ -173,13 +171,20 @@ class _Optimizer:
         t = fn(self, op, ins)
         return t is not None and self._forward(op, [(0, t)])
 
-    def _common(self, op: Operation, ins: list[Tensor]) -> bool:
+    def _common(self, op: Operation, ins: list[Tensor], preserved: bool = False) -> bool:
+        """`op` reads an equal op seen before; a preserved `op` runs, and the equal op before it (when it is not
+        preserved itself, nor folded) reads it instead: they have the same inputs, so no cycle can form."""
         key = self._key(op, ins)
         if key is None:
             return False
         kept = self.seen.setdefault(key, op)
-        if kept is op or any(self._shares_fetch(mine, theirs) for mine, theirs in zip(op._outputs, kept._outputs)):
+        if kept is op:
             return False
+        if preserved:
+            if kept in self.targets or any(t in self.fetched or t in self.rw.folded for t in kept._outputs):
+                return False
+            kept, op = op, kept
+            self.seen[key] = kept
         for mine, theirs in zip(op._outputs, kept._outputs):
             self.rw.tensors[mine] = theirs
         self.rw.ops[op] = kept

@@ -166,6 +166,20 @@ def test_two_fetches_are_never_one_array():
     assert not np.shares_memory(ra, rb) and not np.shares_memory(rc, rd)
 
 
+def test_fetched_ops_are_preserved_and_equal_ops_may_read_them():
+    """As grappler's nodes_to_preserve: a fetched op runs (a trace shows it), its inputs optimised."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [2])
+        a = af.sin(af.identity(x), name="a")
+        b = af.sin(x, name="b")
+        c = af.cos(b, name="c")
+        k = af.multiply(af.constant(3.0), 3.0, name="k")
+    on, off, counts = _compare([a, c, k], {x: np.float32([1, 2])})
+    assert sorted(op.name for op in on.nodes) == ["Const", "a", "c", "k"]  # b reads a; k's operands are one Const
+    assert counts == {"identity": 1, "arithmetic": 0, "common_subexpression": 2, "constant_folding": 0}
+
+
 # -- constant folding -----------------------------------------------------------------------------
 def test_fold_evaluates_constant_subgraphs_once_with_exact_dtypes():
     g = af.Graph()
@@ -175,12 +189,12 @@ def test_fold_evaluates_constant_subgraphs_once_with_exact_dtypes():
         n = af.reduce_prod(af.constant([2, 3], dtype=af.int64))  # int64 0-d
         half = af.cast(af.constant(1, af.int32), af.float16) / 2  # float16
         words = af.strings.join([af.constant(["a", "b"]), af.constant(["c", "d"])])
-        out = x * scale
-    on, off, counts = _compare([out, n, half, words], {x: np.float32([1, 2, 3])})
+        fetches = [x * scale] + [af.identity(t) for t in (n, half, words)]  # a fetched op runs (and is traced)
+    on, off, counts = _compare(fetches, {x: np.float32([1, 2, 3])})
     assert counts["constant_folding"] == 6
-    assert [op.type for op in on.nodes] == ["Mul"]  # x is fed, Mul's constant input preset
-    assert len(off.nodes) == 16
-    folded = optimize(off.nodes, [out, n, half, words], [], [x]).folded
+    assert sorted(op.type for op in on.nodes) == ["Identity"] * 3 + ["Mul"]  # their inputs are preset
+    assert len(off.nodes) == 19
+    folded = optimize(off.nodes, fetches, [], [x]).folded
     assert folded[n] == 6 and type(folded[n]) is np.int64 and folded[half].dtype == np.float16
     value = folded[scale]
     assert value.dtype == np.float32 and not value.flags.writeable
@@ -206,9 +220,10 @@ def test_fold_is_bounded_in_size():
         small = af.fill([4], 2.0) * 2.0
         big = af.fill([2048, 1300], 1.0) * 2.0  # 10.2 MiB: more than TF's 10 MiB
         limit = af.GraphOptions(optimizer_options=af.OptimizerOptions(max_folded_constant_in_bytes=8))
-    rw = optimize(_plan([small, big], options=NONE).nodes, [small, big], [], [])
+        fetches = [af.identity(small), af.identity(big)]
+    rw = optimize(_plan(fetches, options=NONE).nodes, fetches, [], [])
     assert small in rw.folded and big not in rw.folded and big.op.inputs[0] not in rw.folded
-    rw = optimize(_plan([small], options=NONE).nodes, [small], [], [], limit)
+    rw = optimize(_plan(fetches[:1], options=NONE).nodes, fetches[:1], [], [], limit)
     assert small not in rw.folded and rw.counts["constant_folding"] == 0
 
 
@@ -242,13 +257,14 @@ def test_identity_chains_are_read_through():
         x = af.placeholder(af.float32, [2])
         y = af.stop_gradient(af.identity(af.identity(x))) + OPS["AddN"]([af.sin(x)])  # af.add_n([t]) is t
         a, b = af.identity_n([x, af.cos(x)])
-    on, off, counts = _compare([y, a, b], {x: np.float32([1, 2])})
+        both = a + b
+    on, off, counts = _compare([y, both], {x: np.float32([1, 2])})
     assert counts["identity"] == 5
     assert len(off.nodes) - len(on.nodes) == 5
     assert not {"Identity", "IdentityN", "StopGradient", "AddN"} & {op.type for op in on.nodes}
 
 
-def test_identity_kept_with_control_input_ref_input_or_when_both_ends_are_fetched():
+def test_identity_kept_with_control_input_ref_input_or_when_fetched():
     g = af.Graph()
     with g.as_default():
         x = af.placeholder(af.float32, [2])
@@ -259,16 +275,13 @@ def test_identity_kept_with_control_input_ref_input_or_when_both_ends_are_fetche
         outer = af.identity(v, name="outer")  # Identity(Variable/read), which is Identity(the variable's ref)
         read = outer.op.inputs[0]
         copy = af.identity(x, name="copy")
-        fetches = [after, outer * 1.5, x * 2.0, copy]
-        s = af.sin(x)
-        s_copy = af.identity(s)
+        fetches = [af.sin(after), outer * 1.5, af.sin(copy), copy]
     rw = optimize(_plan(fetches, [x], options=NONE).nodes, fetches, [], [x])
     assert read.op.inputs[0].dtype.is_ref_dtype and read not in rw.tensors
-    assert rw.tensors[outer] is read and after not in rw.tensors and copy in rw.tensors
-    rw = optimize(_plan([s, s_copy], [x], options=NONE).nodes, [s, s_copy], [], [x])
-    assert s_copy not in rw.tensors  # fetching s and its copy gives two arrays
-    rw = optimize(_plan([x, copy], [x], options=NONE).nodes, [x, copy], [], [x])
-    assert copy in rw.tensors  # a fed array is read-only: the session copies it for each fetch
+    assert rw.tensors[outer] is read and after not in rw.tensors
+    assert copy not in rw.tensors  # fetched: it runs, as TF keeps a fetched Identity
+    rw = optimize(_plan(fetches[2:3], [x], options=NONE).nodes, fetches[2:3], [], [x])
+    assert rw.tensors[copy] is x
 
 
 def test_a_control_edge_on_a_removed_op_waits_for_what_replaced_it():
