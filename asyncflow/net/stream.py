@@ -31,7 +31,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +120,7 @@ async def _serve(ws: web.WebSocketResponse, peer: str, dispatch: Dispatch, ident
             status, headers, chunks = 500, {"Content-Type": "application/json"}, [_error_body(e)]
         finally:
             tasks.pop(request_id, None)
+            last[0] = loop.time()
         if not ws.closed:
             try:
                 await ws.send_bytes(b"".join(sf.message(sf.REPLY, request_id, sf.reply_head(headers),
@@ -127,9 +128,22 @@ async def _serve(ws: web.WebSocketResponse, peer: str, dispatch: Dispatch, ident
             except (ConnectionError, RuntimeError):
                 pass  # the stream closed meanwhile: the client already failed this request
 
+    loop = asyncio.get_running_loop()
+    last = [loop.time()]
+
+    def watch_idle() -> None:  # one timer per idle period, not one per message
+        if ws.closed:
+            return
+        if not tasks and loop.time() - last[0] >= idle_timeout_s:
+            asyncio.ensure_future(ws.close(code=1000, message=b"idle"))
+            return
+        loop.call_later(max(0.05, last[0] + idle_timeout_s - loop.time()), watch_idle)
+
+    loop.call_later(idle_timeout_s, watch_idle)
     try:
         while True:
-            msg = await ws.receive(timeout=idle_timeout_s)
+            msg = await ws.receive()
+            last[0] = loop.time()
             if msg.type == WSMsgType.BINARY:
                 kind, _, request_id, head, body = sf.parse_message(msg.data)
                 if kind == sf.REQUEST:
@@ -137,7 +151,9 @@ async def _serve(ws: web.WebSocketResponse, peer: str, dispatch: Dispatch, ident
                     if request_id in tasks:
                         raise sf.StreamError(f"request id {request_id} is already in use on this stream")
                     req = StreamRequest(method, path, content_type, body, peer, client, gone)
-                    tasks[request_id] = asyncio.ensure_future(answer(request_id, req))
+                    task = _start(answer(request_id, req))
+                    if task is not None:  # it waits (most answer at once, without a Task)
+                        tasks[request_id] = task
                 elif kind == sf.CANCEL:
                     task = tasks.get(request_id)
                     if task is not None:
@@ -150,8 +166,6 @@ async def _serve(ws: web.WebSocketResponse, peer: str, dispatch: Dispatch, ident
                 raise sf.StreamError(f"bad frame: {ws.exception()}")
             else:
                 raise sf.StreamError(f"unexpected {msg.type.name} frame on a binary stream")
-    except TimeoutError:
-        await ws.close(code=1000, message=b"idle")
     except sf.StreamError as e:
         _refused(peer, e)
         await ws.close(code=1002, message=str(e)[:120].encode())
@@ -188,6 +202,44 @@ async def _server_handshake(ws: web.WebSocketResponse, identity: Destination, to
         raise _Refusal(f"handshake for {expect}, this is {mine}", 4409, "replay")
     await ws.send_bytes(b"".join(sf.hello({"proof": sf.proof(token, "server", mine, client_id, nonce, client_nonce)})))
     return client_id
+
+
+def _start(coro: Any) -> asyncio.Task | None:
+    """Runs `coro` eagerly: None when it finished without waiting, else the Task that finishes it."""
+    try:
+        yielded = coro.send(None)
+    except StopIteration:
+        return None
+    return asyncio.get_running_loop().create_task(_Resumed(coro, yielded))
+
+
+class _Resumed(Coroutine):
+    """A coroutine that already ran to its first wait, as one a Task can drive from there."""
+
+    def __init__(self, coro: Any, yielded: Any):
+        self._coro, self._first, self._started = coro, yielded, False
+
+    def send(self, value: Any) -> Any:
+        if not self._started:
+            self._started = True
+            return self._first
+        return self._coro.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        self._started = True
+        return self._coro.throw(val if val is not None else typ)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Any:
+        return self
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        return self.send(None)
 
 
 class _Refusal(sf.StreamError):
