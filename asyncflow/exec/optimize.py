@@ -16,8 +16,8 @@ offered to the passes in this order, and the first that rewrites it wins:
                        Squeeze/Reverse/Transpose, Split in one. Float x+0 is kept (-0.0 + 0 is +0.0; TF 2.21
                        keeps it too), complex x*1 too (inf*0 in the product).
   common_subexpression same type, device, inputs (in order; either order for a commutative op of two),
-                       attrs (arrays by bytes, floats by bits) and control inputs: the first one is kept.
-                       Consts merge by value; Placeholders never.
+                       attrs (arrays by bytes, floats by bits) and control inputs: one runs, the first
+                       (or a preserved one, below). Consts merge by value; Placeholders never.
   constant_folding     a pure op whose inputs are all constants (Const, or folded) and that has no
                        control input runs its kernel once here; outputs over the byte limit, a kernel
                        error (it raises at run time as usual) or a value not of the declared dtype: not folded.
