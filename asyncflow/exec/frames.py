@@ -29,14 +29,16 @@ iterations retire in order once idle. The step completes when the root frame doe
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from asyncflow import errors
 from asyncflow.exec.executor import Plan, Step, control_inputs
+from asyncflow.exec.frame_compile import CompiledFrame, compile_fast_frames, op_at
 from asyncflow.ops.control_flow_ops import DEAD
 
 _CONTROL = -1
@@ -56,6 +58,10 @@ class FramePlan:
     exits_of: dict[str, list[int]]
     initial_ready: list[int]
     const_out: list[Any]  # a constant node's value (None for others): delivered without running it
+    compiled: dict[str, CompiledFrame] = field(default_factory=dict)  # loop frames with a straight-line form
+
+
+COMPILE = True  # compile qualifying loop frames (exec/frame_compile.py); tests turn it off to compare
 
 
 def compile_frames(plan: Plan, back_edges: set[tuple[int, int]]) -> FramePlan:
@@ -96,8 +102,11 @@ def compile_frames(plan: Plan, back_edges: set[tuple[int, int]]) -> FramePlan:
             exits_of.setdefault(frame_of[i], []).append(i)
     initial = [i for i in range(len(nodes)) if in_count[i] == 0 and kind[i] != "merge"]
     const_out = [plan.ctxs[i].output if op.op_def.constant else None for i, op in enumerate(nodes)]
-    return FramePlan(plan, kind, frame_of, parent_of, out_edges, in_count, merge_forward, merge_back,
-                     enters_into, exits_of, initial, const_out)
+    fp = FramePlan(plan, kind, frame_of, parent_of, out_edges, in_count, merge_forward, merge_back,
+                   enters_into, exits_of, initial, const_out)
+    if COMPILE:
+        fp.compiled = compile_fast_frames(fp)
+    return fp
 
 
 def _assign_frames(plan: Plan, kind: list[str | None], back_edges: set[tuple[int, int]],
@@ -180,8 +189,14 @@ class FrameStep(Step):
         for i in fplan.initial_ready:
             self._push(i, self.root, 0)
         self._pending_kernels: dict[asyncio.Task, tuple[int, _Frame, int]] = {}
+        self._fast = fplan.compiled  # compiled loop frames (none in a traced step)
+        self._entering: dict[tuple, list] = {}  # a compiled frame's Enters seen so far, per parent iteration
         if not self.ready:
             self._retire(self.root)
+
+    def start_trace(self) -> None:
+        super().start_trace()
+        self._fast = {}  # every node through its timed call: loops take the dynamic path
 
     # -- scheduling ------------------------------------------------------------------------------
     def _push(self, i: int, frame: _Frame, k: int) -> None:
@@ -191,7 +206,8 @@ class FrameStep(Step):
 
     def _drain_ready(self) -> None:
         fp, plan = self.fplan, self.plan
-        kinds, n_out, arity, getters, calls = fp.kind, plan.n_out, plan.arity, plan.getters, self._calls
+        kinds, n_out, arity, getters, calls, direct = fp.kind, plan.n_out, plan.arity, plan.getters, self._calls, \
+            self._direct
         ready = self.ready
         pop = ready.popleft if self._rng is None else self._pop_random
         while ready:
@@ -207,25 +223,32 @@ class FrameStep(Step):
                 try:
                     a = arity[i]
                     if a == 2:
-                        coro = calls[i](*getters[i](it.values))
+                        args = getters[i](it.values)
                     elif a == 1:
-                        coro = calls[i](it.values[getters[i]])
+                        args = (it.values[getters[i]],)
                     elif a == 0:
-                        coro = calls[i]()
+                        args = ()
                     else:
-                        coro = self._call(i, it)
-                    yielded = coro.send(None)
-                except StopIteration as stop:
-                    n = n_out[i]
-                    outs = [stop.value] if n == 1 else ([] if n == 0 else list(stop.value))
-                    dead = False
+                        args = self._frame_args(i, it)
+                    f = direct[i]
+                    if f is not None:
+                        out = f(*args)
+                    else:
+                        coro = calls[i](*args)
+                        try:
+                            yielded = coro.send(None)
+                        except StopIteration as stop:
+                            out = stop.value
+                        else:
+                            if not self._suspend_in_frame(i, frame, k, coro, yielded):
+                                return
+                            continue
                 except BaseException as exc:  # noqa: BLE001 - the step's first error
                     self._fail(plan.nodes[i], exc)
                     return
-                else:
-                    if not self._suspend_in_frame(i, frame, k, coro, yielded):
-                        return
-                    continue
+                n = n_out[i]
+                outs = [out] if n == 1 else ([] if n == 0 else list(out))
+                dead = False
             if kind is None:
                 self._deliver(i, outs, dead, frame, k)
             else:
@@ -237,7 +260,8 @@ class FrameStep(Step):
         if self.remaining == 0 and self._done is not None and not self._done.done():
             self._done.set_result(None)
 
-    def _call(self, i: int, it: _Iter) -> Any:
+    def _frame_args(self, i: int, it: _Iter) -> tuple:
+        """The arguments of a node that reads a variable's value or takes the step."""
         plan = self.plan
         values = it.values
         args = [values[s] for s in plan.in_slots[i]]
@@ -245,8 +269,8 @@ class FrameStep(Step):
         if flags is not None:
             args = [a.read() if d else a for a, d in zip(args, flags)]
         if plan.uses_step[i]:
-            return self._calls[i](self, *args)
-        return self._calls[i](*args)
+            return (self, *args)
+        return tuple(args)
 
     def _outputs(self, i: int, out: Any) -> list[Any]:
         n = self.plan.n_out[i]
@@ -277,6 +301,10 @@ class FrameStep(Step):
     def _propagate(self, i: int, frame: _Frame, k: int, outs: list[Any], dead: bool) -> None:
         kind = self.fplan.kind[i]
         if kind == "enter":
+            comp = self._fast.get(self.fplan.frame_of[i])
+            if comp is not None:
+                self._enter_fast(comp, i, frame, k, DEAD if dead else outs[0])
+                return
             child = self._child(i, frame, k)
             child.pending_enters -= 1
             if self.plan.nodes[i]._attrs["is_constant"] and not dead:
@@ -387,6 +415,47 @@ class FrameStep(Step):
         frame.newest = max(frame.newest, n)
         for enter, outs in frame.consts:
             self._deliver(enter, outs, False, frame, n)
+
+    # -- compiled loop frames (exec/frame_compile.py) ------------------------------------------------
+    def _enter_fast(self, comp: CompiledFrame, i: int, frame: _Frame, k: int, value: Any) -> None:
+        """Notes one Enter of a compiled frame in (frame, k); the last one runs the whole frame."""
+        key = (comp.name, id(frame), k)
+        got = self._entering.get(key)
+        if got is None:
+            got = self._entering[key] = [len(comp.enters), [DEAD] * len(comp.enters)]
+            frame.outstanding += 1  # the running frame keeps its parent iteration open
+            frame.iters[k].outstanding += 1
+        got[1][comp.enter_pos[i]] = value
+        got[0] -= 1
+        if not got[0]:
+            del self._entering[key]
+            self._drive_fast(comp, comp.fn(self, got[1]), frame, k)
+
+    def _drive_fast(self, comp: CompiledFrame, gen: Any, frame: _Frame, k: int) -> None:
+        """Runs a compiled frame until it ends (its Exits go to the parent iteration) or, on an event loop,
+        until its time slice is over (then it resumes from the loop's ready callbacks)."""
+        try:
+            gen.send(None)
+        except StopIteration as stop:
+            for x, v in zip(comp.exits, stop.value):
+                self._deliver(x, [v], v is DEAD, frame, k)
+            self._finish(frame, k)
+            return
+        except BaseException as exc:  # noqa: BLE001 - the step's first error, named by the op that raised
+            op = op_at(exc)
+            self._fail(op if op is not None else self.plan.nodes[comp.enters[0]], exc)
+            return
+        asyncio.get_running_loop().call_soon(self._resume_fast, comp, gen, frame, k)
+
+    def _resume_fast(self, comp: CompiledFrame, gen: Any, frame: _Frame, k: int) -> None:
+        with self._lock:
+            if self.error is not None:
+                gen.close()
+                return
+            self._slice_end = time.perf_counter() + self.YIELD_EVERY_S
+            with np.errstate(all="ignore"):
+                self._drive_fast(comp, gen, frame, k)
+                self._drain_ready()
 
     # -- completion -------------------------------------------------------------------------------
     def _finish(self, frame: _Frame, k: int) -> None:
