@@ -171,7 +171,7 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def _cluster(text: str) -> Any:
-    from asyncflow.train.cluster import ClusterSpec
+    from asyncflow.cluster import ClusterSpec
 
     try:
         spec = ClusterSpec.from_json(text)

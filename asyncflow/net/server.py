@@ -39,7 +39,7 @@ from asyncflow.exec.step_stats import to_obj
 from asyncflow.net import auth, listener, metrics, wire
 from asyncflow.net.master import INCARNATION_HEADER, MasterService
 from asyncflow.net.worker import WorkerService, add_routes, error_response, json_response, write_chunks
-from asyncflow.train.cluster import ClusterSpec
+from asyncflow.cluster import ClusterSpec
 
 log = logging.getLogger("asyncflow")
 

@@ -71,7 +71,7 @@ from asyncflow.net.http import AsyncClient, PeerUnavailable
 from asyncflow.net.steps import Aborted, PullWatch, StepState, StepTable, TooManySteps, WorkerRendezvous
 from asyncflow.ops import comm
 from asyncflow.serialization import import_graph_def
-from asyncflow.train.cluster import ClusterSpec
+from asyncflow.cluster import ClusterSpec
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RAW_TENSOR = "application/x-asyncflow-tensor"  # small numeric tensors: raw bytes, dtype and shape in a header
