@@ -59,7 +59,7 @@ from asyncflow.net import wire
 from asyncflow.net.http import AsyncClient, PeerUnavailable
 from asyncflow.net.worker import NO_PARTITION, WorkerService, response_error
 from asyncflow.serialization import graph_to_parts, import_graph_def
-from asyncflow.train.cluster import ClusterSpec
+from asyncflow.cluster import ClusterSpec
 
 ABORT_GRACE_S = 5.0
 SESSION_IDLE_S = 300.0  # a session no client request has named for this long is collected (`--session-idle-timeout`)
