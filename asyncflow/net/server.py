@@ -35,11 +35,11 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from asyncflow import errors
+from asyncflow.cluster import ClusterSpec
 from asyncflow.exec.step_stats import to_obj
 from asyncflow.net import auth, listener, metrics, wire
 from asyncflow.net.master import INCARNATION_HEADER, MasterService
 from asyncflow.net.worker import WorkerService, add_routes, error_response, json_response, write_chunks
-from asyncflow.cluster import ClusterSpec
 
 log = logging.getLogger("asyncflow")
 

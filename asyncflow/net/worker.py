@@ -59,6 +59,7 @@ import numpy as np
 from aiohttp import web
 
 from asyncflow import errors
+from asyncflow.cluster import ClusterSpec
 from asyncflow.exec.executor import Plan, Step, compile_plan
 from asyncflow.exec.frames import FrameStep
 from asyncflow.exec.partition import process_of
@@ -71,7 +72,6 @@ from asyncflow.net.http import AsyncClient, PeerUnavailable
 from asyncflow.net.steps import Aborted, PullWatch, StepState, StepTable, TooManySteps, WorkerRendezvous
 from asyncflow.ops import comm
 from asyncflow.serialization import import_graph_def
-from asyncflow.cluster import ClusterSpec
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RAW_TENSOR = "application/x-asyncflow-tensor"  # small numeric tensors: raw bytes, dtype and shape in a header
