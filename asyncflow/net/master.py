@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asyncflow import errors
+from asyncflow.cluster import ClusterSpec
 from asyncflow.exec.executor import needed_ops
 from asyncflow.exec.partition import partition, process_of
 from asyncflow.exec.placement import place
@@ -59,7 +60,6 @@ from asyncflow.net import wire
 from asyncflow.net.http import AsyncClient, PeerUnavailable
 from asyncflow.net.worker import NO_PARTITION, WorkerService, response_error
 from asyncflow.serialization import graph_to_parts, import_graph_def
-from asyncflow.cluster import ClusterSpec
 
 ABORT_GRACE_S = 5.0
 SESSION_IDLE_S = 300.0  # a session no client request has named for this long is collected (`--session-idle-timeout`)
