@@ -16,14 +16,13 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from asyncflow import dtypes, errors
 from asyncflow.graph import Operation, Tensor, name_scope
+from asyncflow.ops.conv_util import conv_forward, padded_input, scratch
 from asyncflow.ops.registry import FLOAT, REAL, REQUIRED, BuildContext, op
 from asyncflow.shapes import Dimension, TensorShape, unknown_shape
 
-_PATCH_ELEMENTS = 1 << 23  # im2col rows are built for as many images as fit in this many elements
 _PADDINGS = ("SAME", "VALID", "EXPLICIT")
 
 
@@ -181,11 +180,8 @@ def conv2d_op(k, input, filter):  # noqa: A002 - TF's argument names
     sh, sw = int(k.strides[h]), int(k.strides[w_])
     dh, dw = int(k.dilations[h]), int(k.dilations[w_])
     oh, ow, pads = _geometry(k, in_h, in_w, kh, kw, k.dilations)
-    out = np.zeros((n, oh, ow, out_depth), dtype=np.result_type(x, w))
-    if out.size and x.size:
-        _conv2d_into(out, np.pad(x, pads) if any(p for pair in pads for p in pair) else x, w,
-                     (sh, sw), (dh, dw))
-    return _from_nhwc(out, k.data_format).astype(k.out_dtypes[0], copy=False)
+    return _from_nhwc(conv2d_nhwc(k, x, w, (oh, ow), pads, (sh, sw), (dh, dw)), k.data_format).astype(
+        k.out_dtypes[0], copy=False)
 
 
 @conv2d_op.gradient
@@ -198,25 +194,21 @@ def _conv2d_grad(op: Operation, grad: Tensor) -> list[Any]:
             conv2d_backprop_filter_op(x, shape_of(w), grad, **attrs)]
 
 
-def _conv2d_into(out: np.ndarray, x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
-                 dilations: tuple[int, int]) -> None:
-    """out[n, i, j, :] = sum over the (dilated) window of x · w, by im2col and one matmul per chunk/group."""
-    n, oh, ow, out_depth = out.shape
-    kh, kw, f_depth, _ = w.shape
-    (sh, sw), (dh, dw) = strides, dilations
-    groups = x.shape[3] // f_depth
-    per_group = out_depth // groups
-    windows = sliding_window_view(x, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(1, 2))
-    windows = windows[:, : (oh - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw, :, ::dh, ::dw]  # [n, oh, ow, c, kh, kw]
-    chunk = max(1, _PATCH_ELEMENTS // max(1, oh * ow * kh * kw * x.shape[3]))
-    for start in range(0, n, chunk):
-        part = windows[start : start + chunk]
-        rows = part.shape[0] * oh * ow
-        patches = part.transpose(0, 1, 2, 4, 5, 3).reshape(rows, kh * kw, groups, f_depth)
-        target = out[start : start + chunk].reshape(rows, out_depth)
-        for g in range(groups):
-            wg = w[:, :, :, g * per_group : (g + 1) * per_group].reshape(kh * kw * f_depth, per_group)
-            target[:, g * per_group : (g + 1) * per_group] = patches[:, :, g, :].reshape(rows, -1) @ wg
+def conv2d_nhwc(k: Any, x: np.ndarray, w: np.ndarray, out_hw: tuple[int, int], pads: tuple,
+                strides: tuple[int, int], dilations: tuple[int, int]) -> np.ndarray:
+    """The (grouped) convolution of NHWC `x` with `w` as a fresh NHWC array: im2col of the padded input and
+    one GEMM (`conv_util.conv_forward`), the padded input and the patch matrix reused from `k`'s scratch."""
+    n, _, _, depth = x.shape
+    out = np.empty((n, *out_hw, w.shape[3]), dtype=np.result_type(x, w))
+    if not out.size:
+        return out
+    if not x.size or not depth:
+        out[...] = 0
+        return out
+    pool = scratch(k)
+    with padded_input(pool, x, pads) as padded:
+        conv_forward(out, padded, w, strides, dilations, pool)
+    return out
 
 
 def _get_sequence(value: Any, n: int, channel_index: int, name: str) -> list[int]:

@@ -19,6 +19,17 @@ import numpy as np
 
 from asyncflow import dtypes
 from asyncflow.graph import Operation, Tensor
+from asyncflow.ops.conv_util import (
+    Scratch,
+    conv_filter_grad,
+    conv_input_grad,
+    first_max_hits,
+    has_padding,
+    masked_adder,
+    offset_slices,
+    padded_input,
+    scratch,
+)
 from asyncflow.ops.nn_conv import (
     _check_common,
     _from_nhwc,
@@ -94,13 +105,6 @@ def _conv_geometry(k, in_shape: tuple[int, ...], filter_shape: tuple[int, ...], 
     return strides, dilations, pads
 
 
-def _offset_slices(a: int, b: int, out_hw: tuple[int, int], strides: tuple[int, int],
-                   dilations: tuple[int, int]) -> tuple[slice, slice]:
-    """The rows and columns of the padded input that kernel offset (a, b) meets, one per output position."""
-    (oh, ow), (sh, sw), (dh, dw) = out_hw, strides, dilations
-    return slice(a * dh, a * dh + (oh - 1) * sh + 1, sh), slice(b * dw, b * dw + (ow - 1) * sw + 1, sw)
-
-
 # -- Conv2DBackpropInput -------------------------------------------------------------------------------------
 def _conv2d_backprop_input_shape(b: BuildContext) -> TensorShape:
     _check_common(b, ("strides", "dilations"))
@@ -136,28 +140,29 @@ def conv2d_backprop_input_op(k, input_sizes, filter, out_backprop):  # noqa: A00
     else:
         in_shape = (dy.shape[0], sizes[0], sizes[1], w.shape[2])
     strides, dilations, pads = _conv_geometry(k, in_shape, w.shape, dy.shape)
-    dx = np.zeros(in_shape, np.result_type(w, dy))
-    if dx.size and dy.size:
-        dx = _conv2d_input_grad(dy, w, in_shape, pads, strides, dilations)
+    dx = conv2d_input_grad_nhwc(k, dy, w, in_shape, pads, strides, dilations)
     return _from_nhwc(dx, k.data_format).astype(k.out_dtypes[0], copy=False)
 
 
-def _conv2d_input_grad(dy: np.ndarray, w: np.ndarray, in_shape: tuple[int, ...], pads: tuple,
-                       strides: tuple[int, int], dilations: tuple[int, int]) -> np.ndarray:
-    """The transposed convolution: each kernel offset adds dy · w[offset]ᵀ into the input positions it read."""
+def conv2d_input_grad_nhwc(k: Any, dy: np.ndarray, w: np.ndarray, in_shape: tuple[int, ...], pads: tuple,
+                           strides: tuple[int, int], dilations: tuple[int, int]) -> np.ndarray:
+    """The transposed convolution as a fresh NHWC array: each kernel offset adds dy · w[offset]ᵀ into the input
+    positions it read (`conv_util.conv_input_grad`); with padding, into a scratch padded input first."""
+    dtype = np.result_type(w, dy)
     n, in_h, in_w, depth = in_shape
-    kh, kw, f_depth, out_depth = w.shape
+    if not has_padding(pads):
+        dx = np.zeros(in_shape, dtype)
+        if dx.size and dy.size:
+            conv_input_grad(dx, dy, w, strides, dilations, scratch(k))
+        return dx
+    if not dy.size or not n * in_h * in_w * depth:
+        return np.zeros(in_shape, dtype)
     (top, bottom), (left, right) = pads[1], pads[2]
-    groups = depth // f_depth
-    per_group = out_depth // groups
-    padded = np.zeros((n, in_h + top + bottom, in_w + left + right, depth), np.result_type(w, dy))
-    for a in range(kh):
-        for b in range(kw):
-            rows, cols = _offset_slices(a, b, dy.shape[1:3], strides, dilations)
-            for g in range(groups):
-                outs = slice(g * per_group, (g + 1) * per_group)
-                padded[:, rows, cols, g * f_depth:(g + 1) * f_depth] += dy[..., outs] @ w[a, b, :, outs].T
-    return padded[:, top:top + in_h, left:left + in_w, :]
+    pool = scratch(k)
+    with pool.borrow("padded", (n, in_h + top + bottom, in_w + left + right, depth), dtype) as padded:
+        padded[...] = 0
+        conv_input_grad(padded, dy, w, strides, dilations, pool)
+        return padded[:, top:top + in_h, left:left + in_w, :].copy()
 
 
 # -- Conv2DBackpropFilter ----------------------------------------------------------------------------------
@@ -185,27 +190,22 @@ def conv2d_backprop_filter_op(k, input, filter_sizes, out_backprop):  # noqa: A0
                          f"{list(np.shape(input))} and {list(np.shape(out_backprop))}")
     filter_shape = tuple(_sizes_value(k, filter_sizes, "filter_sizes", (4,)))
     strides, dilations, pads = _conv_geometry(k, x.shape, filter_shape, dy.shape)
-    dw = np.zeros(filter_shape, np.result_type(x, dy))
-    if x.size and dy.size:
-        _conv2d_filter_grad_into(dw, np.pad(x, pads) if any(p for pair in pads for p in pair) else x, dy,
-                                 strides, dilations)
-    return dw.astype(k.out_dtypes[0], copy=False)
+    return conv2d_filter_grad_nhwc(k, x, dy, filter_shape, pads, strides, dilations).astype(k.out_dtypes[0],
+                                                                                            copy=False)
 
 
-def _conv2d_filter_grad_into(dw: np.ndarray, x: np.ndarray, dy: np.ndarray, strides: tuple[int, int],
-                             dilations: tuple[int, int]) -> None:
-    """dw[offset] = (the strided input slice that offset met)ᵀ · dy, per group."""
-    kh, kw, f_depth, out_depth = dw.shape
-    groups = x.shape[3] // f_depth
-    per_group = out_depth // groups
-    grads = dy.reshape(-1, out_depth)
-    for a in range(kh):
-        for b in range(kw):
-            rows, cols = _offset_slices(a, b, dy.shape[1:3], strides, dilations)
-            inputs = x[:, rows, cols, :].reshape(-1, x.shape[3])
-            for g in range(groups):
-                outs = slice(g * per_group, (g + 1) * per_group)
-                dw[a, b, :, outs] = inputs[:, g * f_depth:(g + 1) * f_depth].T @ grads[:, outs]
+def conv2d_filter_grad_nhwc(k: Any, x: np.ndarray, dy: np.ndarray, filter_shape: tuple[int, ...], pads: tuple,
+                            strides: tuple[int, int], dilations: tuple[int, int]) -> np.ndarray:
+    """The filter gradient as a fresh array: (the patch matrix of the padded input)ᵀ · dy, one GEMM per group
+    (`conv_util.conv_filter_grad`), the padded input and the patch matrix reused from `k`'s scratch."""
+    dw = np.empty(filter_shape, np.result_type(x, dy))
+    if not (x.size and dy.size):
+        dw[...] = 0
+        return dw
+    pool = scratch(k)
+    with padded_input(pool, x, pads) as padded:
+        conv_filter_grad(dw, padded, np.ascontiguousarray(dy), strides, dilations, pool)
+    return dw
 
 
 @conv2d_backprop_input_op.gradient
@@ -233,33 +233,22 @@ def _pool_geometry(k, in_h: int, in_w: int) -> tuple:
     return (kh, kw), (int(k.strides[h]), int(k.strides[w])), (oh, ow), pads
 
 
-def _max_positions(k, x: np.ndarray) -> np.ndarray:
-    """For each MaxPool output of NHWC `x`: the flat spatial index (row * width + column) of its window's maximum.
+def _first_max_hits(k, x: np.ndarray, pool: Scratch) -> tuple[list[tuple[int, np.ndarray]], tuple]:
+    """(`conv_util.first_max_hits` of MaxPool over NHWC `x`, the pool's geometry)."""
+    ksize, strides, out_hw, pads = geometry = _pool_geometry(k, x.shape[1], x.shape[2])
+    return first_max_hits(x, ksize, strides, out_hw, pads, pool), geometry
 
-    Windows are scanned in row-major order and a later element replaces the best so far only when it
-    is strictly greater (TF's CPU kernel), so ties go to the first maximum and a NaN first element
-    keeps the place. Padding is never chosen; a window with no input element (possible with large
-    explicit padding) gets -1.
-    """
-    n, in_h, in_w, depth = x.shape
-    (kh, kw), (sh, sw), (oh, ow), pads = _pool_geometry(k, in_h, in_w)
-    top, left = pads[1][0], pads[2][0]
-    best = np.zeros((n, oh, ow, depth), x.dtype)
-    where = np.full((n, oh, ow, depth), -1, np.int64)
-    for a in range(kh):
-        rows = np.arange(oh) * sh + a - top
-        for b in range(kw):
-            cols = np.arange(ow) * sw + b - left
-            inside = ((rows >= 0) & (rows < in_h))[:, None] & ((cols >= 0) & (cols < in_w))[None, :]
-            if not inside.any():
-                continue
-            r, c = np.clip(rows, 0, in_h - 1)[:, None], np.clip(cols, 0, in_w - 1)[None, :]
-            values = x[:, r, c, :]  # [n, oh, ow, depth]
-            with np.errstate(invalid="ignore"):
-                take = inside[None, :, :, None] & ((where < 0) | (values > best))
-            np.copyto(best, values, where=take)
-            np.copyto(where, (r * in_w + c)[None, :, :, None], where=take)
-    return where
+
+def _max_positions(k, x: np.ndarray) -> np.ndarray:
+    """For each MaxPool output of NHWC `x`: the flat spatial index (row * width + column) of its window's first
+    maximum, -1 for a window with no input element."""
+    hits, ((_, kw), (sh, sw), (oh, ow), pads) = _first_max_hits(k, x, scratch(k))
+    where = np.full((x.shape[0], oh, ow, x.shape[3]), -1, np.int64)
+    for o, hit in hits:
+        where += hit * (o + 1)
+    rows = (np.arange(oh) * sh - pads[1][0])[None, :, None, None] + where // kw
+    cols = (np.arange(ow) * sw - pads[2][0])[None, None, :, None] + where % kw
+    return np.where(where >= 0, rows * x.shape[2] + cols, -1)
 
 
 def _max_pool_grad_shape(b: BuildContext) -> TensorShape:
@@ -279,19 +268,21 @@ def max_pool_grad_op(k, orig_input, orig_output, grad):
     if x.ndim != 4 or g.ndim != 4 or np.ndim(orig_output) != 4:
         raise ValueError(f"MaxPoolGrad '{k.name}': orig_input, orig_output and grad must be 4-D, got shapes "
                          f"{list(np.shape(orig_input))}, {list(np.shape(orig_output))} and {list(np.shape(grad))}")
-    where = _max_positions(k, x)
-    if g.shape != where.shape:
-        raise ValueError(f"MaxPoolGrad '{k.name}': grad has shape {list(g.shape)} (NHWC), but the pool's output has "
-                         f"shape {list(where.shape)}")
+    hits, ((_, kw), strides, out_hw, pads) = _first_max_hits(k, x, scratch(k))
     n, in_h, in_w, depth = x.shape
-    chosen = where >= 0
-    flat = ((np.arange(n)[:, None, None, None] * (in_h * in_w) + where) * depth + np.arange(depth))[chosen]
-    if g.dtype.kind == "f" or str(g.dtype) == "bfloat16":
-        dx = np.bincount(flat, weights=g[chosen].astype(np.float64), minlength=x.size)
-    else:
-        dx = np.zeros(x.size, g.dtype)
-        np.add.at(dx, flat, g[chosen])
-    return _from_nhwc(dx.reshape(x.shape), k.data_format).astype(k.out_dtypes[0], copy=False)
+    if g.shape != (n, *out_hw, depth):
+        raise ValueError(f"MaxPoolGrad '{k.name}': grad has shape {list(g.shape)} (NHWC), but the pool's output has "
+                         f"shape {[n, *out_hw, depth]}")
+    (top, bottom), (left, right) = pads[1], pads[2]
+    g = widen(g)
+    dx = np.zeros((n, in_h + top + bottom, in_w + left + right, depth), g.dtype)
+    if g.size:
+        # each offset adds the gradients of the windows whose maximum it holds into the slice it reads
+        add_where = masked_adder(g)
+        for o, hit in hits:
+            add_where(dx[(slice(None), *offset_slices(o // kw, o % kw, out_hw, strides, (1, 1)))], g, hit)
+    dx = dx[:, top:top + in_h, left:left + in_w, :]
+    return _from_nhwc(dx, k.data_format).astype(k.out_dtypes[0], copy=False)
 
 
 def _max_pool_grad_grad_shape(b: BuildContext) -> TensorShape:
@@ -308,10 +299,15 @@ def max_pool_grad_grad_op(k, orig_input, orig_output, grad):
     if x.ndim != 4 or g.shape != x.shape:
         raise ValueError(f"MaxPoolGradGrad '{k.name}': orig_input and grad must be 4-D of the same shape, got "
                          f"{list(np.shape(orig_input))} and {list(np.shape(grad))}")
-    where = _max_positions(k, x)
-    n, oh, ow, depth = where.shape
-    picked = np.take_along_axis(g.reshape(n, -1, depth), np.maximum(where, 0).reshape(n, -1, depth), axis=1)
-    out = np.where(where >= 0, picked.reshape(where.shape), np.zeros((), g.dtype))
+    pool = scratch(k)
+    hits, ((_, kw), strides, out_hw, pads) = _first_max_hits(k, x, pool)
+    out = np.zeros((x.shape[0], *out_hw, x.shape[3]), g.dtype)
+    if out.size:
+        # each output takes the gradient at its window's maximum: one masked add per window offset
+        add_where = masked_adder(g)
+        with padded_input(pool, g, pads) as padded:
+            for o, hit in hits:
+                add_where(out, padded[(slice(None), *offset_slices(o // kw, o % kw, out_hw, strides, (1, 1)))], hit)
     return _from_nhwc(out, k.data_format).astype(k.out_dtypes[0], copy=False)
 
 
@@ -369,7 +365,7 @@ def avg_pool_grad_op(k, orig_input_shape, grad):
         share = g / counts.astype(g.dtype)[None, :, :, None]
         for a in range(kh):
             for b in range(kw):
-                rows, cols = _offset_slices(a, b, (oh, ow), (sh, sw), (1, 1))
+                rows, cols = offset_slices(a, b, (oh, ow), (sh, sw), (1, 1))
                 padded[:, rows, cols, :] += share
     dx = padded[:, top:top + in_h, left:left + in_w, :]
     return _from_nhwc(dx, k.data_format).astype(k.out_dtypes[0], copy=False)

@@ -20,7 +20,6 @@ from asyncflow.graph import Operation, Tensor, name_scope
 from asyncflow.ops import array
 from asyncflow.ops.nn_conv import (
     _check_common,
-    _conv2d_into,
     _convert_padding,
     _from_nhwc,
     _geometry,
@@ -30,17 +29,18 @@ from asyncflow.ops.nn_conv import (
     _require_rank4,
     _spatial_index,
     _window,
+    conv2d_nhwc,
     conv2d_op,
     widen,
 )
 from asyncflow.ops.nn_conv_backprop import (
     _check_conv_attrs,
-    _conv2d_filter_grad_into,
-    _conv2d_input_grad,
     _conv_geometry,
     _sizes,
     _sizes_value,
     conv2d_backprop_input_op,
+    conv2d_filter_grad_nhwc,
+    conv2d_input_grad_nhwc,
     shape_of,
 )
 from asyncflow.ops.registry import REQUIRED, BuildContext, convert_to_tensor, op
@@ -194,10 +194,8 @@ def depthwise_conv2d_native_op(k, input, filter):  # noqa: A002 - TF's argument 
     w = _grouped(k, widen(np.asarray(filter)), x.shape[3])
     h, w_, _ = _spatial_index(k.data_format)
     oh, ow, pads = _geometry(k, x.shape[1], x.shape[2], w.shape[0], w.shape[1], k.dilations)
-    out = np.zeros((x.shape[0], oh, ow, w.shape[3]), np.result_type(x, w))
-    if out.size and x.size:
-        _conv2d_into(out, np.pad(x, pads) if any(p for pair in pads for p in pair) else x, w,
-                     (int(k.strides[h]), int(k.strides[w_])), (int(k.dilations[h]), int(k.dilations[w_])))
+    out = conv2d_nhwc(k, x, w, (oh, ow), pads, (int(k.strides[h]), int(k.strides[w_])),
+                      (int(k.dilations[h]), int(k.dilations[w_])))
     return _from_nhwc(out, k.data_format).astype(k.out_dtypes[0], copy=False)
 
 
@@ -234,9 +232,7 @@ def depthwise_conv2d_native_backprop_input_op(k, input_sizes, filter, out_backpr
     if dy.ndim != 4:
         raise ValueError(f"{k.op_type} '{k.name}': out_backprop must be 4-D, got shape {list(np.shape(out_backprop))}")
     strides, dilations, pads = _conv_geometry(k, in_shape, w.shape, dy.shape)
-    dx = np.zeros(in_shape, np.result_type(w, dy))
-    if dx.size and dy.size:
-        dx = _conv2d_input_grad(dy, w, in_shape, pads, strides, dilations)
+    dx = conv2d_input_grad_nhwc(k, dy, w, in_shape, pads, strides, dilations)
     return _from_nhwc(dx, k.data_format).astype(k.out_dtypes[0], copy=False)
 
 
@@ -264,10 +260,7 @@ def depthwise_conv2d_native_backprop_filter_op(k, input, filter_sizes, out_backp
         raise ValueError(f"{k.op_type} '{k.name}': filter_sizes {filter_shape} must have the input's {x.shape[3]} "
                          f"channels as their third value")
     strides, dilations, pads = _conv_geometry(k, x.shape, grouped_shape, dy.shape)
-    dw = np.zeros(grouped_shape, np.result_type(x, dy))
-    if x.size and dy.size:
-        _conv2d_filter_grad_into(dw, np.pad(x, pads) if any(p for pair in pads for p in pair) else x, dy,
-                                 strides, dilations)
+    dw = conv2d_filter_grad_nhwc(k, x, dy, grouped_shape, pads, strides, dilations)
     return dw.reshape(filter_shape).astype(k.out_dtypes[0], copy=False)
 
 

@@ -13,12 +13,13 @@ rounding agrees. Sparse kernels apply repeated indices one after the other, as T
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from asyncflow import errors
+from asyncflow.ops.conv_util import scratch
 from asyncflow.ops.registry import FLOAT_COMPLEX, INDEX, BuildContext, op
 from asyncflow.shapes import TensorShape
 
@@ -154,12 +155,42 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
     return 1 / np.sqrt(x)
 
 
+_BLOCK = 1 << 16  # elements per block: one block of every array stays in cache across the update's passes
+
+
+def fused(k: Any, arrays: list[np.ndarray], grad: Any, temps: int, update: Callable[..., None]) -> None:
+    """Runs `update(*arrays, grad, *temporaries)` in place over matching blocks of the (flattened) arrays.
+
+    A dense update is a handful of elementwise passes; over blocks of `_BLOCK` elements they run while the
+    block is in cache, and the temporaries are `temps` block-sized rows of a scratch buffer kept on the
+    kernel's context, so a step allocates nothing per variable. `update` writes with `out=` in the order
+    TF's functor computes, so the results are the unfused formula's bit for bit. Arrays that are not
+    C-contiguous (they cannot be flattened in place) are updated whole.
+    """
+    size, dtype = arrays[0].size, arrays[0].dtype
+    if not all(a.flags.c_contiguous for a in arrays):
+        update(*arrays, np.asarray(grad), *np.empty((temps, *arrays[0].shape), dtype))
+        return
+    flat = [a.reshape(-1) for a in arrays]
+    g = np.ascontiguousarray(grad).reshape(-1)
+    block = min(size, _BLOCK)
+    with scratch(k).borrow("fused", (temps, block), dtype) as rows:
+        for start in range(0, size, block):
+            stop = start + block
+            count = min(block, size - start)
+            update(*[a[start:stop] for a in flat], g[start:stop], *rows[:, :count])
+
+
 # -- gradient descent ------------------------------------------------------------------------------
 @op("ApplyGradientDescent", inputs="var: Ref(T), alpha: T, delta: T", outputs="out: Ref(T)", types=_TYPES,
     attrs={"use_locking": False}, shape=_shape_fn((), {"alpha": 1}, 2), stateful=True, differentiable=False)
 def apply_gradient_descent_op(k, var, alpha, delta):
     (w,), (lr,) = _dense(k, {"var": var}, {"alpha": alpha}, delta)
-    w -= delta * lr
+
+    def update(w, g, t):
+        w -= np.multiply(g, lr, out=t)
+
+    fused(k, [w], delta, 1, update)
     return var
 
 
@@ -169,12 +200,20 @@ def apply_gradient_descent_op(k, var, alpha, delta):
     shape=_shape_fn((1,), {"lr": 2, "momentum": 4}, 3), stateful=True, differentiable=False)
 def apply_momentum_op(k, var, accum, lr, grad, momentum):
     (w, a), (lr, mu) = _dense(k, {"var": var, "accum": accum}, {"lr": lr, "momentum": momentum}, grad)
-    a *= mu
-    a += grad
-    if k.use_nesterov:
-        w -= grad * lr + a * mu * lr
-    else:
-        w -= a * lr
+    nesterov = k.use_nesterov
+
+    def update(w, a, g, t, u):
+        a *= mu
+        a += g
+        if nesterov:  # grad * lr + accum * mu * lr
+            np.multiply(g, lr, out=t)
+            np.multiply(a, mu, out=u)
+            u *= lr
+            w -= np.add(t, u, out=t)
+        else:
+            w -= np.multiply(a, lr, out=t)
+
+    fused(k, [w, a], grad, 2, update)
     return var
 
 
@@ -201,9 +240,17 @@ def sparse_apply_momentum_op(k, var, accum, lr, grad, indices, momentum):
     differentiable=False)
 def apply_adagrad_op(k, var, accum, lr, grad):
     (w, a), (lr,) = _dense(k, {"var": var, "accum": accum}, {"lr": lr}, grad)
-    if k.update_slots:
-        a += np.square(grad)
-    w -= grad * lr * _rsqrt(a)
+    update_slots = k.update_slots
+
+    def update(w, a, g, t, u):
+        if update_slots:
+            a += np.square(g, out=t)
+        np.multiply(g, lr, out=t)  # grad * lr * (1 / sqrt(accum))
+        np.sqrt(a, out=u)
+        t *= np.divide(1, u, out=u)
+        w -= t
+
+    fused(k, [w, a], grad, 2, update)
     return var
 
 
@@ -232,12 +279,24 @@ def apply_adam_op(k, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsi
     (w, m, v), (b1p, b2p, lr, b1, b2, eps) = _dense(k, {"var": var, "m": m, "v": v}, scalars, grad)
     one = b1.dtype.type(1)
     alpha = lr * np.sqrt(one - b2p) / (one - b1p)
-    m += (grad - m) * (one - b1)
-    v += (np.square(grad) - v) * (one - b2)
-    if k.use_nesterov:
-        w -= ((grad * (one - b1) + b1 * m) * alpha) / (np.sqrt(v) + eps)
-    else:
-        w -= (m * alpha) / (np.sqrt(v) + eps)
+    nesterov = k.use_nesterov
+
+    def update(w, m, v, g, t, u):
+        m += np.multiply(np.subtract(g, m, out=t), one - b1, out=t)  # m += (grad - m) * (1 - beta1)
+        np.square(g, out=t)  # v += (grad² - v) * (1 - beta2)
+        t -= v
+        v += np.multiply(t, one - b2, out=t)
+        if nesterov:  # ((grad * (1 - beta1) + beta1 * m) * alpha) / (sqrt(v) + epsilon)
+            np.multiply(g, one - b1, out=t)
+            t += np.multiply(m, b1, out=u)
+            t *= alpha
+        else:  # (m * alpha) / (sqrt(v) + epsilon)
+            np.multiply(m, alpha, out=t)
+        np.sqrt(v, out=u)
+        u += eps
+        w -= np.divide(t, u, out=t)
+
+    fused(k, [w, m, v], grad, 2, update)
     return var
 
 
@@ -252,11 +311,24 @@ _RMS_SCALARS = ("lr", "rho", "momentum", "epsilon")
 def apply_rms_prop_op(k, var, ms, mom, lr, rho, momentum, epsilon, grad):
     scalars = dict(zip(_RMS_SCALARS, (lr, rho, momentum, epsilon)))
     (w, ms, mom), (lr, rho, mu, eps) = _dense(k, {"var": var, "ms": ms, "mom": mom}, scalars, grad)
-    ms += (np.square(grad) - ms) * (1 - rho)
-    mom *= mu
-    mom += (grad * lr) / np.sqrt(ms + eps)
-    w -= mom
+
+    def update(w, ms, mom, g, t, u):
+        _mean_square(ms, g, rho, t)
+        mom *= mu  # mom = mom * momentum + (grad * lr) / sqrt(ms + epsilon)
+        np.multiply(g, lr, out=t)
+        np.add(ms, eps, out=u)
+        mom += np.divide(t, np.sqrt(u, out=u), out=t)
+        w -= mom
+
+    fused(k, [w, ms, mom], grad, 2, update)
     return var
+
+
+def _mean_square(ms: np.ndarray, g: np.ndarray, rho: Any, t: np.ndarray) -> None:
+    """ms += (grad² - ms) * (1 - rho), through the temporary `t`."""
+    np.square(g, out=t)
+    t -= ms
+    ms += np.multiply(t, 1 - rho, out=t)
 
 
 @op("ApplyCenteredRMSProp", inputs="var: Ref(T), mg: Ref(T), ms: Ref(T), mom: Ref(T), lr: T, rho: T, momentum: T, "
@@ -267,11 +339,18 @@ def apply_rms_prop_op(k, var, ms, mom, lr, rho, momentum, epsilon, grad):
 def apply_centered_rms_prop_op(k, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
     scalars = dict(zip(_RMS_SCALARS, (lr, rho, momentum, epsilon)))
     (w, mg, ms, mom), (lr, rho, mu, eps) = _dense(k, {"var": var, "mg": mg, "ms": ms, "mom": mom}, scalars, grad)
-    ms += (np.square(grad) - ms) * (1 - rho)
-    mg += (grad - mg) * (1 - rho)
-    mom *= mu
-    mom += (grad * lr) / np.sqrt((ms - np.square(mg)) + eps)
-    w -= mom
+
+    def update(w, mg, ms, mom, g, t, u):
+        _mean_square(ms, g, rho, t)
+        mg += np.multiply(np.subtract(g, mg, out=t), 1 - rho, out=t)  # mg += (grad - mg) * (1 - rho)
+        mom *= mu  # mom = mom * momentum + (grad * lr) / sqrt((ms - mg²) + epsilon)
+        np.multiply(g, lr, out=t)
+        np.subtract(ms, np.square(mg, out=u), out=u)
+        u += eps
+        mom += np.divide(t, np.sqrt(u, out=u), out=t)
+        w -= mom
+
+    fused(k, [w, mg, ms, mom], grad, 2, update)
     return var
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from asyncflow.ops.registry import FLOAT, INDEX, op
-from asyncflow.ops.training_ops import _dense, _ref, _row_groups, _rsqrt, _shape_fn, _sparse
+from asyncflow.ops.training_ops import _dense, _ref, _row_groups, _rsqrt, _shape_fn, _sparse, fused
 
 _TYPES = {"T": FLOAT}
 _SPARSE_TYPES = {"T": FLOAT, "Tindices": INDEX}
@@ -41,7 +41,20 @@ def _adadelta_rows(w, a, au, g, lr, rho, eps, rows=slice(None)):
 def apply_adadelta_op(k, var, accum, accum_update, lr, rho, epsilon, grad):
     (w, a, au), (lr, rho, eps) = _dense(k, {"var": var, "accum": accum, "accum_update": accum_update},
                                         {"lr": lr, "rho": rho, "epsilon": epsilon}, grad)
-    _adadelta_rows(w, a, au, grad, lr, rho, eps)
+    one = rho.dtype.type(1)
+
+    def update(w, a, au, g, t, u):  # _adadelta_rows, written with out= (the same operations in the same order)
+        a *= rho
+        a += np.multiply(np.square(g, out=t), one - rho, out=t)
+        np.sqrt(np.add(au, eps, out=t), out=t)  # update = sqrt(accum_update + eps) * rsqrt(accum + eps) * grad
+        np.sqrt(np.add(a, eps, out=u), out=u)
+        t *= np.divide(1, u, out=u)
+        t *= g
+        w -= np.multiply(t, lr, out=u)
+        au *= rho
+        au += np.multiply(np.square(t, out=t), one - rho, out=t)
+
+    fused(k, [w, a, au], grad, 2, update)
     return var
 
 
@@ -72,7 +85,11 @@ def _fobos(prox: np.ndarray, lr: Any, l1: Any, l2: Any) -> np.ndarray:
     stateful=True, differentiable=False)
 def apply_proximal_gradient_descent_op(k, var, alpha, l1, l2, delta):
     (w,), (lr, l1, l2) = _dense(k, {"var": var}, {"alpha": alpha, "l1": l1, "l2": l2}, delta)
-    w[...] = _fobos(w - delta * lr, lr, l1, l2)
+
+    def update(w, g):
+        w[...] = _fobos(w - g * lr, lr, l1, l2)
+
+    fused(k, [w], delta, 0, update)  # by blocks: the formula's temporaries stay block-sized
     return var
 
 
@@ -100,7 +117,7 @@ def _proximal_adagrad_rows(w, a, g, lr, l1, l2, rows=slice(None), scalar_path=Fa
     shape=_shape_fn((1,), {"lr": 2, "l1": 3, "l2": 4}, 5), stateful=True, differentiable=False)
 def apply_proximal_adagrad_op(k, var, accum, lr, l1, l2, grad):
     (w, a), (lr, l1, l2) = _dense(k, {"var": var, "accum": accum}, {"lr": lr, "l1": l1, "l2": l2}, grad)
-    _proximal_adagrad_rows(w, a, grad, lr, l1, l2)
+    fused(k, [w, a], grad, 0, lambda w, a, g: _proximal_adagrad_rows(w, a, g, lr, l1, l2))
     return var
 
 
@@ -168,7 +185,8 @@ def apply_ftrl_op(k, var, accum, linear, grad, lr, l1, l2, lr_power):
     (w, a, lin), (lr, l1, l2, lr_power) = _dense(
         k, {"var": var, "accum": accum, "linear": linear}, {"lr": lr, "l1": l1, "l2": l2, "lr_power": lr_power}, grad)
     _check_ftrl(k, lr, l1, l2, lr_power)
-    _ftrl_rows(w, a, lin, grad, lr, l1, l2, lr_power, None, k.multiply_linear_by_lr)
+    by_lr = k.multiply_linear_by_lr
+    fused(k, [w, a, lin], grad, 0, lambda w, a, lin, g: _ftrl_rows(w, a, lin, g, lr, l1, l2, lr_power, None, by_lr))
     return var
 
 
@@ -181,7 +199,9 @@ def apply_ftrl_v2_op(k, var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_p
         k, {"var": var, "accum": accum, "linear": linear},
         {"lr": lr, "l1": l1, "l2": l2, "l2_shrinkage": l2_shrinkage, "lr_power": lr_power}, grad)
     _check_ftrl(k, lr, l1, l2, lr_power, shrink)
-    _ftrl_rows(w, a, lin, grad, lr, l1, l2, lr_power, shrink, k.multiply_linear_by_lr)
+    by_lr = k.multiply_linear_by_lr
+    fused(k, [w, a, lin], grad, 0,
+          lambda w, a, lin, g: _ftrl_rows(w, a, lin, g, lr, l1, l2, lr_power, shrink, by_lr))
     return var
 
 
@@ -225,15 +245,19 @@ def apply_adagrad_da_op(k, var, gradient_accumulator, gradient_squared_accumulat
         k, {"var": var, "gradient_accumulator": gradient_accumulator,
             "gradient_squared_accumulator": gradient_squared_accumulator},
         {"lr": lr, "l1": l1, "l2": l2, "global_step": global_step}, grad)
-    ga += grad
-    gga += np.square(grad)
     t = w.dtype.type
     gs = t(np.float32(step))  # TF: static_cast<float>(global_step), then the variable's type
-    denominator = l2 * (gs * lr) + np.sqrt(gga)
-    if l1 > 0:
-        w[...] = lr * t(-1) * np.sign(ga) * np.maximum(np.abs(ga) - gs * l1, t(0)) / denominator
-    else:
-        w[...] = lr * ga * t(-1) / denominator
+
+    def update(w, ga, gga, g):
+        ga += g
+        gga += np.square(g)
+        denominator = l2 * (gs * lr) + np.sqrt(gga)
+        if l1 > 0:
+            w[...] = lr * t(-1) * np.sign(ga) * np.maximum(np.abs(ga) - gs * l1, t(0)) / denominator
+        else:
+            w[...] = lr * ga * t(-1) / denominator
+
+    fused(k, [w, ga, gga], grad, 0, update)  # by blocks: the formula's temporaries stay block-sized
     return var
 
 
