@@ -256,7 +256,7 @@ def first_max_hits(x: np.ndarray, ksize: tuple[int, int], strides: tuple[int, in
     if not int(np.prod(shape)):
         return []
     offsets = list(window_offsets(ksize, strides, out_hw, x.shape[1:3], (pads[1][0], pads[2][0])))
-    exact = x.dtype in (np.float32, np.float64) and bool(np.isfinite(np.sum(x)))
+    exact = x.dtype in (np.float32, np.float64) and _all_finite(x)
     with padded_input(pool, x, pads, -np.inf if exact else 0) as padded:
         views = [(o, inside, padded[(slice(None), *offset_slices(o // ksize[1], o % ksize[1], out_hw, strides,
                                                                  (1, 1)))]) for o, inside in offsets]
@@ -300,10 +300,16 @@ def _first_max_tracked(views: list, shape: tuple[int, ...], dtype: np.dtype) -> 
 def masked_adder(values: np.ndarray):
     """`add(target, values, hit)`: target += values where hit. For finite floats (and integers) as
     `values * hit`, unmasked and fast; with NaN or infinities (which `* 0` would spread) as a masked add."""
-    if values.dtype.kind in "iu" or (values.dtype.kind == "f" and bool(np.isfinite(np.sum(values)))):
+    if values.dtype.kind in "iu" or (values.dtype.kind == "f" and _all_finite(values)):
         def add(target: np.ndarray, values: np.ndarray, hit: np.ndarray) -> None:
             target += values * hit
     else:
         def add(target: np.ndarray, values: np.ndarray, hit: np.ndarray) -> None:
             np.add(target, values, out=target, where=hit)
     return add
+
+
+def _all_finite(x: np.ndarray) -> bool:
+    """No NaN or infinity in `x` (one summing pass; a sum that overflows answers False, which is only slower)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return bool(np.isfinite(np.sum(x)))
