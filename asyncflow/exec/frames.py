@@ -32,6 +32,7 @@ import asyncio
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from asyncflow.exec.frame_compile import CompiledFrame, compile_fast_frames, op_
 from asyncflow.ops.control_flow_ops import DEAD
 
 _CONTROL = -1
+_TO_NODE, _TO_MERGE, _TO_EXIT, _TO_CONSTANT = range(4)  # what a delivery to a node does (FramePlan.routes)
 
 
 @dataclass
@@ -59,6 +61,17 @@ class FramePlan:
     initial_ready: list[int]
     const_out: list[Any]  # a constant node's value (None for others): delivered without running it
     compiled: dict[str, CompiledFrame] = field(default_factory=dict)  # loop frames with a straight-line form
+    # Per-frame tables: an iteration keeps its frame's values and pending counts in lists, not dicts.
+    local_slot: list[int] = field(default_factory=list)  # plan slot -> position in its frame's value list
+    local_node: list[int] = field(default_factory=list)  # node -> position in the pending list of the frame it runs in
+    slot_frame: list[str] = field(default_factory=list)  # plan slot -> the frame its values live in
+    n_local_slots: dict[str, int] = field(default_factory=dict)
+    pending0: dict[str, list[int]] = field(default_factory=dict)  # per frame: pending counts of a new iteration
+    in_local: list[tuple[int, ...]] = field(default_factory=list)  # node -> its inputs' local positions
+    getters: list[Any] = field(default_factory=list)  # node -> a local position, or an itemgetter of several
+    out_local: list[int] = field(default_factory=list)  # node -> its first output's local position
+    # node -> per out edge (src output or -1, dst, dst's local node, _TO_*, dst input): out_edges made ready to route
+    routes: list[tuple[tuple[int, int, int, int, int], ...]] = field(default_factory=list)
 
 
 COMPILE = True  # compile qualifying loop frames (exec/frame_compile.py); tests turn it off to compare
@@ -104,9 +117,55 @@ def compile_frames(plan: Plan, back_edges: set[tuple[int, int]]) -> FramePlan:
     const_out = [plan.ctxs[i].output if op.op_def.constant else None for i, op in enumerate(nodes)]
     fp = FramePlan(plan, kind, frame_of, parent_of, out_edges, in_count, merge_forward, merge_back,
                    enters_into, exits_of, initial, const_out)
+    _local_tables(fp)
     if COMPILE:
         fp.compiled = compile_fast_frames(fp)
     return fp
+
+
+def _local_tables(fp: FramePlan) -> None:
+    """Numbers each frame's slots and nodes from 0: a value lives in the frame it is delivered to (an Enter's
+    in the child, an Exit's in the parent, a feed in the root); a node's pending count in the frame it runs in
+    (an Enter runs in its parent frame: its input is there)."""
+    plan, kind, frame_of = fp.plan, fp.kind, fp.frame_of
+    run_frame = [fp.parent_of.get(frame_of[i], "") if kind[i] == "enter" else frame_of[i]
+                 for i in range(len(plan.nodes))]
+    slot_frame = [""] * plan.n_slots
+    for i in range(len(plan.nodes)):
+        out = fp.parent_of.get(frame_of[i], "") if kind[i] == "exit" else frame_of[i]
+        for j in range(plan.n_out[i]):
+            slot_frame[plan.out_base[i] + j] = out
+    counts: dict[str, int] = {}
+    local_slot = []
+    for f in slot_frame:
+        local_slot.append(counts.get(f, 0))
+        counts[f] = local_slot[-1] + 1
+    pending0: dict[str, list[int]] = {}
+    local_node = []
+    for i, f in enumerate(run_frame):
+        row = pending0.setdefault(f, [])
+        local_node.append(len(row))
+        row.append(fp.in_count[i])
+    for name in [""] + list(fp.parent_of):
+        counts.setdefault(name, 0)
+        pending0.setdefault(name, [])
+    fp.local_slot, fp.local_node, fp.slot_frame = local_slot, local_node, slot_frame
+    fp.n_local_slots, fp.pending0 = counts, pending0
+    fp.in_local = [tuple(local_slot[s] for s in slots) for slots in plan.in_slots]
+    fp.out_local = [local_slot[plan.out_base[i]] if plan.n_out[i] else 0 for i in range(len(plan.nodes))]
+
+    def route(d: int) -> int:
+        if kind[d] == "merge":
+            return _TO_MERGE
+        if kind[d] == "exit":
+            return _TO_EXIT
+        return _TO_CONSTANT if fp.const_out[d] is not None else _TO_NODE
+
+    fp.routes = [tuple((src_out, d, local_node[d], route(d), d_in) for src_out, d, d_in, _back in edges)
+                 for edges in fp.out_edges]
+    fp.getters = [None if plan.arity[i] not in (1, 2) else
+                  (fp.in_local[i][0] if plan.arity[i] == 1 else itemgetter(*fp.in_local[i]))
+                  for i in range(len(plan.nodes))]
 
 
 def _assign_frames(plan: Plan, kind: list[str | None], back_edges: set[tuple[int, int]],
@@ -142,9 +201,9 @@ def _assign_frames(plan: Plan, kind: list[str | None], back_edges: set[tuple[int
 class _Iter:
     __slots__ = ("values", "pending", "dead", "outstanding", "merges", "merge_out")
 
-    def __init__(self) -> None:
-        self.values: dict[int, Any] = {}
-        self.pending: dict[int, int] = {}
+    def __init__(self, n_slots: int, pending0: list[int]) -> None:
+        self.values: list[Any] = [None] * n_slots  # by the frame's local slot (None: not delivered)
+        self.pending: list[int] = pending0.copy()  # by the frame's local node
         self.dead: set[int] = set()
         self.outstanding = 0
         self.merges: dict[int, list] = {}  # node -> [fired, dead_count, control_pending, chosen input]
@@ -153,13 +212,16 @@ class _Iter:
 
 class _Frame:
     __slots__ = ("name", "parent", "parent_iter", "iters", "pending_enters", "outstanding", "consts",
-                 "exit_live", "deferred", "parallel", "oldest", "newest", "done", "key")
+                 "exit_live", "deferred", "parallel", "oldest", "newest", "done", "key", "n_slots", "pending0")
 
-    def __init__(self, name: str, parent: _Frame | None, parent_iter: int, pending_enters: int, parallel: int):
+    def __init__(self, fp: FramePlan, name: str, parent: _Frame | None, parent_iter: int, pending_enters: int,
+                 parallel: int):
         self.name = name
         self.parent = parent
         self.parent_iter = parent_iter
-        self.iters: dict[int, _Iter] = {0: _Iter()}
+        self.n_slots = fp.n_local_slots[name]
+        self.pending0 = fp.pending0[name]
+        self.iters: dict[int, _Iter] = {0: _Iter(self.n_slots, self.pending0)}
         self.pending_enters = pending_enters
         self.outstanding = 0
         self.consts: list[tuple[int, list[Any]]] = []
@@ -180,10 +242,10 @@ class FrameStep(Step):
         super().__init__(fplan.plan, feed_values, lock, step_id, shuffle_seed)
         self.fplan = fplan
         self.remaining = 1  # becomes 0 when the root frame completes
-        self.root = _Frame("", None, 0, 0, 1)
+        self.root = _Frame(fplan, "", None, 0, 0, 1)
         root_values = self.root.iters[0].values
         for slot, v in zip(fplan.plan.feed_slots, feed_values):
-            root_values[slot] = v
+            root_values[fplan.local_slot[slot]] = v
         self.frames: dict[Any, _Frame] = {}
         self.ready = deque()
         for i in fplan.initial_ready:
@@ -206,7 +268,7 @@ class FrameStep(Step):
 
     def _drain_ready(self) -> None:
         fp, plan = self.fplan, self.plan
-        kinds, n_out, arity, getters, calls, direct = fp.kind, plan.n_out, plan.arity, plan.getters, self._calls, \
+        kinds, n_out, arity, getters, calls, direct = fp.kind, plan.n_out, plan.arity, fp.getters, self._calls, \
             self._direct
         ready = self.ready
         pop = ready.popleft if self._rng is None else self._pop_random
@@ -264,7 +326,7 @@ class FrameStep(Step):
         """The arguments of a node that reads a variable's value or takes the step."""
         plan = self.plan
         values = it.values
-        args = [values[s] for s in plan.in_slots[i]]
+        args = [values[s] for s in self.fplan.in_local[i]]
         flags = plan.deref[i]
         if flags is not None:
             args = [a.read() if d else a for a, d in zip(args, flags)]
@@ -330,7 +392,7 @@ class FrameStep(Step):
         child = self.frames.get(key)
         if child is None:
             parallel = int(self.plan.nodes[i]._attrs.get("parallel_iterations", 10))
-            child = _Frame(name, frame, k, self.fplan.enters_into[name], parallel)
+            child = _Frame(self.fplan, name, frame, k, self.fplan.enters_into[name], parallel)
             child.key = key
             self.frames[key] = child
             frame.outstanding += 1  # a live child frame keeps its parent iteration open
@@ -340,31 +402,34 @@ class FrameStep(Step):
     def _deliver(self, i: int, outs: list[Any], dead: bool, frame: _Frame, k: int) -> None:
         fp = self.fplan
         it = frame.iters[k]
-        values = it.values
-        base = self.plan.out_base[i]
-        for n, v in enumerate(outs):
-            values[base + n] = v
-        kinds, in_count, pending = fp.kind, fp.in_count, it.pending
-        for src_out, d, d_in, _back in fp.out_edges[i]:
-            is_dead = dead if src_out == _CONTROL else outs[src_out] is DEAD
-            if kinds[d] == "merge":
+        if outs:
+            values = it.values
+            base = fp.out_local[i]
+            if len(outs) == 1:
+                values[base] = outs[0]
+            else:
+                values[base:base + len(outs)] = outs
+        pending = it.pending
+        for src_out, d, ld, route, d_in in fp.routes[i]:
+            is_dead = dead if src_out < 0 else outs[src_out] is DEAD
+            if route == _TO_MERGE:
                 self._activate(d, d_in, is_dead, frame, k, it)
                 continue
-            left = pending.get(d, in_count[d]) - 1
-            pending[d] = left
+            left = pending[ld] - 1
+            pending[ld] = left
             if is_dead:
                 it.dead.add(d)
-            if not left:
-                if kinds[d] == "exit" and d in it.dead:
-                    continue  # the loop goes on: a dead Exit does nothing (its frame's end settles it)
-                value = fp.const_out[d]
-                if value is not None:  # a constant gated by control edges (a loop's or branch's pivot)
-                    gone = d in it.dead
-                    self._deliver(d, [DEAD] if gone else [value], gone, frame, k)
-                    continue
-                self.ready.append((d, frame, k))
-                frame.outstanding += 1
-                it.outstanding += 1
+            if left:
+                continue
+            if route == _TO_EXIT and d in it.dead:
+                continue  # the loop goes on: a dead Exit does nothing (its frame's end settles it)
+            if route == _TO_CONSTANT:  # a constant gated by control edges (a loop's or branch's pivot)
+                gone = d in it.dead
+                self._deliver(d, [DEAD] if gone else [fp.const_out[d]], gone, frame, k)
+                continue
+            self.ready.append((d, frame, k))
+            frame.outstanding += 1
+            it.outstanding += 1
 
     def _activate(self, d: int, d_in: int, is_dead: bool, frame: _Frame, k: int, it: _Iter) -> None:
         fp = self.fplan
@@ -390,11 +455,12 @@ class FrameStep(Step):
                 if chosen is None or state[4]:
                     it.merge_out[d] = (DEAD, DEAD)
                 else:
-                    it.merge_out[d] = (it.values[self.plan.in_slots[d][chosen]], np.int32(chosen))
+                    it.merge_out[d] = (it.values[fp.in_local[d][chosen]], np.int32(chosen))
                 self._push(d, frame, k)
             return
-        pending = it.pending.get(d, fp.in_count[d]) - 1
-        it.pending[d] = pending
+        ld = fp.local_node[d]
+        pending = it.pending[ld] - 1
+        it.pending[ld] = pending
         if is_dead:
             it.dead.add(d)
         if pending == 0:
@@ -411,7 +477,7 @@ class FrameStep(Step):
         self._deliver(i, outs, False, frame, nk)
 
     def _start_iteration(self, frame: _Frame, n: int) -> None:
-        frame.iters[n] = _Iter()
+        frame.iters[n] = _Iter(frame.n_slots, frame.pending0)
         frame.newest = max(frame.newest, n)
         for enter, outs in frame.consts:
             self._deliver(enter, outs, False, frame, n)
@@ -496,8 +562,9 @@ class FrameStep(Step):
         values = self.root.iters[0].values
         out = []
         for slot, ref in zip(self.plan.fetch_slots, self.plan.fetch_deref):
-            v = values.get(slot, DEAD)
-            if v is DEAD:
+            fp = self.fplan
+            v = values[fp.local_slot[slot]] if fp.slot_frame[slot] == "" else None
+            if v is None or v is DEAD:
                 raise errors.InvalidArgumentError(
                     None, None, "Retval does not have value: a fetched tensor is dead (on the untaken side of "
                                 "a cond, or never produced)")
