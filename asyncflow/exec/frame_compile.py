@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +41,17 @@ from asyncflow.ops.control_flow_ops import DEAD
 
 _CONTROL = -1
 _COUNTER = itertools.count()
-LINES: dict[str, tuple[list[Any], dict[int, int]]] = {}  # generated file name -> (plan nodes, line -> node)
+
+
+class _LineMap:
+    """Which node each line of one generated function calls; kept alive by its CompiledFrame only."""
+
+    def __init__(self, nodes: list[Any], line_node: dict[int, int]):
+        self.nodes, self.line_node = nodes, line_node
+
+
+# generated file name -> its line map, for naming the op of an error; entries go with their plans
+LINES: weakref.WeakValueDictionary[str, _LineMap] = weakref.WeakValueDictionary()
 
 
 @dataclass
@@ -51,6 +62,7 @@ class CompiledFrame:
     enter_pos: dict[int, int]
     exits: list[int]  # its Exit nodes, in the order of the result
     source: str = field(repr=False, default="")
+    lines: Any = field(repr=False, default=None)  # its _LineMap (LINES holds it weakly)
 
 
 def _drive(call: Any, *args: Any) -> Any:
@@ -61,7 +73,8 @@ def _drive(call: Any, *args: Any) -> Any:
     except StopIteration as stop:
         return stop.value
     coro.close()
-    raise errors.InternalError(None, None, "a kernel not declared is_async suspended inside a compiled loop")
+    raise errors.InternalError(None, None, "Kernel suspended inside a loop compiled for kernels that never wait; "
+                                           "ops whose kernels await must be declared is_async=True.")
 
 
 def op_at(exc: BaseException) -> Any:
@@ -71,9 +84,9 @@ def op_at(exc: BaseException) -> Any:
     while tb is not None:
         entry = LINES.get(tb.tb_frame.f_code.co_filename)
         if entry is not None:
-            node = entry[1].get(tb.tb_lineno)
+            node = entry.line_node.get(tb.tb_lineno)
             if node is not None:
-                found = entry[0][node]
+                found = entry.nodes[node]
         tb = tb.tb_next
     return found
 
@@ -318,9 +331,9 @@ class _Gen:
         source = "\n".join(self.lines) + "\n"
         ns = dict(self.bound)
         exec(compile(source, fname, "exec"), ns)  # noqa: S102 - code generated from the plan, no user text
-        LINES[fname] = (plan.nodes, self.line_node)
+        lines = LINES[fname] = _LineMap(plan.nodes, self.line_node)
         return CompiledFrame(self.name, ns["frame"], self.enters, {e: n for n, e in enumerate(self.enters)},
-                             self.exits, source)
+                             self.exits, source, lines)
 
     def has_yield(self) -> bool:
         return any(line.strip() == "yield" or "yield from" in line for line in self.lines)

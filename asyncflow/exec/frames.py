@@ -7,11 +7,19 @@ first error wins, timeouts, cancellation) and replaces its bookkeeping:
 Static (`FramePlan`, compiled once): each node's frame (the root frame is ""; an Enter's node
 is in its `frame_name`, an Exit's output is in its frame's parent), its outgoing edges
 (src output or -1 for control, dst, dst input or -1, and whether the edge is a loop's back edge
-NextIteration -> Merge), how many forward and back data inputs a Merge has.
+NextIteration -> Merge) and the same edges as `routes` (dst's frame-local index and what a delivery
+to it does), how many forward and back data inputs a Merge has, and per-frame tables: each frame's
+slots and nodes numbered from 0, and the pending counts a new iteration starts from.
 
 Per step: `_Frame` instances (one per entry into a frame: name, parent frame and iteration),
-each with `_Iter` states keyed by iteration number holding values by slot, pending counts, dead
+each with `_Iter` states keyed by iteration number holding the frame's values and pending counts
+as lists (indexed by frame-local slot and node; an iteration's values go when it retires), dead
 marks and the Merges' progress. A ready entry is (node, frame, iteration).
+
+Fast path: a loop frame none of whose kernels may wait (nor those of the frames inside it) is
+compiled into straight-line code (exec/frame_compile.py); when all its Enters have fired in a
+parent iteration the scheduler runs the whole loop as one call and delivers its Exits. A traced
+step takes the dynamic path everywhere (each kernel through its timed call).
 
 Rules: a node with a dead input does not run and its outputs are dead (control edges carry
 dead-ness too; a constant, once its control inputs are in, delivers its value without running);

@@ -256,3 +256,29 @@ def test_parallel_iterations_overlap_while_one_waits_with_compilation_on():
     with af.Session() as sess:
         assert sess.run(out, options=af.RunOptions(timeout_in_ms=10000)) == [3, 3]
         assert not list(sess._plans.values())[-1].plan.frames.compiled  # a waiting kernel: dynamic
+
+
+def test_an_undeclared_await_in_a_compiled_loop_is_reported_with_its_op():
+    out = af.while_loop(lambda i: i < 2, lambda i: testing_ops.undeclared_await(i, name="sneaky") + 1,
+                        [af.constant(0)])
+    with af.Session() as sess:
+        with pytest.raises(af.errors.InternalError, match="is_async") as info:
+            sess.run(out)
+    assert "sneaky" in info.value.op.name
+
+
+def test_line_maps_of_compiled_loops_go_with_their_plans():
+    import gc
+
+    from asyncflow.exec import frame_compile
+
+    gc.collect()
+    before = len(frame_compile.LINES)
+    with af.Graph().as_default():
+        out = af.while_loop(lambda i: i < 2, lambda i: i + 1, [af.constant(0)])
+        with af.Session() as sess:
+            assert sess.run(out) == 2
+            assert len(frame_compile.LINES) == before + 1
+    del sess, out
+    gc.collect()
+    assert len(frame_compile.LINES) == before
