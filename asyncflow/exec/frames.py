@@ -78,6 +78,8 @@ class FramePlan:
     in_local: list[tuple[int, ...]] = field(default_factory=list)  # node -> its inputs' local positions
     getters: list[Any] = field(default_factory=list)  # node -> a local position, or an itemgetter of several
     out_local: list[int] = field(default_factory=list)  # node -> its first output's local position
+    passing: list[bool] = field(default_factory=list)  # node -> an Enter/Exit/NextIteration that reads no variable
+    no_passing: list[bool] = field(default_factory=list)
     # node -> per out edge (src output or -1, dst, dst's local node, _TO_*, dst input): out_edges made ready to route
     routes: list[tuple[tuple[int, int, int, int, int], ...]] = field(default_factory=list)
 
@@ -160,6 +162,9 @@ def _local_tables(fp: FramePlan) -> None:
     fp.local_slot, fp.local_node, fp.slot_frame = local_slot, local_node, slot_frame
     fp.n_local_slots, fp.pending0 = counts, pending0
     fp.in_local = [tuple(local_slot[s] for s in slots) for slots in plan.in_slots]
+    fp.passing = [kind[i] in ("enter", "exit", "next_iteration") and plan.deref[i] is None and plan.arity[i] == 1
+                  for i in range(len(plan.nodes))]
+    fp.no_passing = [False] * len(plan.nodes)
     fp.out_local = [local_slot[plan.out_base[i]] if plan.n_out[i] else 0 for i in range(len(plan.nodes))]
 
     def route(d: int) -> int:
@@ -280,6 +285,7 @@ class FrameStep(Step):
             self._direct
         ready = self.ready
         pop = ready.popleft if self._rng is None else self._pop_random
+        passing = fp.passing if self.trace is None else fp.no_passing  # a traced step times every node
         while ready:
             i, frame, k = pop()
             it = frame.iters[k]
@@ -289,6 +295,8 @@ class FrameStep(Step):
                 dead = outs[0] is DEAD
             elif i in it.dead:
                 outs, dead = [DEAD] * n_out[i], True
+            elif passing[i]:  # Enter, Exit, NextIteration: the scheduler moves the value itself
+                outs, dead = [it.values[getters[i]]], False
             else:
                 try:
                     a = arity[i]
