@@ -1,7 +1,8 @@
 """Serving: the aiohttp app of a task (worker and/or master routes), its guard, and its lifetime.
 
-`build_app` assembles the routes (`asyncflow.net.worker.add_routes`, `add_master_routes` below,
-`/healthz`, `/metrics`) behind one middleware, the guard, which for every request, from its head
+`build_app` assembles the routes (`task_routes`: `asyncflow.net.worker.worker_routes`, `master_routes`
+below, `/healthz`, `/metrics`; one `asyncflow.net.routes.Routes` table, kept as `app[ROUTES]` for
+streams) behind one middleware, the guard, which for every request, from its head
 alone and before reading a byte of its body: refuses a `Content-Encoding` (415: bodies are never
 inflated, aiohttp's own decompression is off too), a declared length over the route's limit (413;
 tensor-carrying routes get `max_body_bytes`, the others `small_body_bytes`), and, when a cluster
@@ -39,7 +40,8 @@ from asyncflow.cluster import ClusterSpec
 from asyncflow.exec.step_stats import to_obj
 from asyncflow.net import auth, listener, metrics, wire
 from asyncflow.net.master import INCARNATION_HEADER, MasterService
-from asyncflow.net.worker import WorkerService, add_routes, error_response, json_response, write_chunks
+from asyncflow.net.routes import Call, Reply, Routes, error_response, json_reply
+from asyncflow.net.worker import WorkerService, worker_routes
 
 log = logging.getLogger("asyncflow")
 
@@ -163,76 +165,81 @@ def _guard(options: ServerOptions, task: str, incarnation: int) -> Any:
 
 
 # -- master routes ---------------------------------------------------------------------------------------
-def add_master_routes(app: web.Application, master: MasterService, task: str) -> None:
-    async def create(request: web.Request) -> web.Response:
-        req, buffers = wire.parse_frame(await request.read(), wire.CreateSession)
+def master_routes(master: MasterService, task: str) -> Routes:
+    """The `/v1/master/` routes of `master` (for HTTP and streams alike); every answer carries its incarnation."""
+    async def create(call: Call) -> Reply:
+        req, buffers = wire.parse_frame(call.body, wire.CreateSession)
         master.start()
-        return json_response(master.create_session(req, buffers))
+        return json_reply(master.create_session(req, buffers))
 
-    async def extend(request: web.Request) -> web.Response:
-        req, buffers = wire.parse_frame(await request.read(), wire.ExtendSession)
-        return json_response(master.extend_session(request.match_info["handle"], req, buffers))
+    async def extend(call: Call) -> Reply:
+        req, buffers = wire.parse_frame(call.body, wire.ExtendSession)
+        return json_reply(master.extend_session(call.match["handle"], req, buffers))
 
-    async def make_callable(request: web.Request) -> web.Response:
-        req = wire.loads(await request.read(), wire.MakeCallable)
-        return json_response(await master.make_callable(request.match_info["handle"], req))
+    async def make_callable(call: Call) -> Reply:
+        req = wire.loads(call.body, wire.MakeCallable)
+        return json_reply(await master.make_callable(call.match["handle"], req))
 
-    async def run(request: web.Request) -> web.StreamResponse:
+    async def run(call: Call) -> Reply:
         received = time.time_ns()
-        req, buffers = wire.parse_frame(await request.read(), wire.RunStep)
+        req, buffers = wire.parse_frame(call.body, wire.RunStep)
         feeds = list(zip(wire.check_descriptors(req.tensors, len(buffers), "RunStep"), buffers))
         stats: list | None = [] if req.trace else None  # a traced step: every device's stats, on our clock
         try:
-            fetches = await master.run(request.match_info["handle"], req.callable, feeds, req.timeout_ms, stats)
+            fetches = await master.run(call.match["handle"], req.callable, feeds, req.timeout_ms, stats)
         except errors.OpError as e:
             chunks = wire.frame_chunks(wire.StepDone(wire.error_info(e, getattr(e, "task", "") or "")))
-            return await write_chunks(request, chunks, wire.FRAME_CONTENT_TYPE)
+            return Reply(200, chunks, wire.FRAME_CONTENT_TYPE)
         if isinstance(fetches, memoryview):  # one worker's answer is the step's: forwarded as it came
-            return await write_chunks(request, [fetches], wire.FRAME_CONTENT_TYPE)
+            return Reply(200, [fetches], wire.FRAME_CONTENT_TYPE)
         done = wire.StepDone(tensors=[d for d, _ in fetches])
         if stats is not None:
             done.step_stats = [to_obj(dev) for dev in stats]
             done.clock = [received, time.time_ns()]
-        return await write_chunks(request, wire.frame_chunks(done, [c for _, c in fetches]), wire.FRAME_CONTENT_TYPE)
+        return Reply(200, wire.frame_chunks(done, [c for _, c in fetches]), wire.FRAME_CONTENT_TYPE)
 
-    async def close(request: web.Request) -> web.Response:
-        await master.close_session(request.match_info["handle"])
-        return json_response({})
+    async def close(call: Call) -> Reply:
+        await master.close_session(call.match["handle"])
+        return json_reply({})
 
-    async def touch(request: web.Request) -> web.Response:  # an open session's lease, renewed between steps
-        master.touch_session(request.match_info["handle"])
-        return json_response({})
+    async def touch(call: Call) -> Reply:  # an open session's lease, renewed between steps
+        master.touch_session(call.match["handle"])
+        return json_reply({})
 
-    async def reset(request: web.Request) -> web.Response:
-        req = wire.loads(await request.read() or b"{}", wire.Reset)
+    async def reset(call: Call) -> Reply:
+        req = wire.loads(call.body or b"{}", wire.Reset)
         await master.reset(req.containers)
-        return json_response({})
+        return json_reply({})
 
-    async def devices(request: web.Request) -> web.Response:
-        return json_response({"devices": master.devices})
+    async def devices(call: Call) -> Reply:
+        return json_reply({"devices": master.devices})
 
-    async def tasks(request: web.Request) -> web.Response:
+    async def tasks(call: Call) -> Reply:
         master.start()
-        return json_response(master.task_status())
+        return json_reply(master.task_status())
 
-    async def shutdown(request: web.Request) -> web.Response:
+    async def shutdown(call: Call) -> Reply:
         asyncio.get_running_loop().create_task(master.shutdown_cluster())
-        return json_response({})
+        return json_reply({})
 
-    async def stamp(request: web.Request, response: web.StreamResponse) -> None:
-        response.headers[INCARNATION_HEADER] = str(master.master_incarnation)  # on every answer, errors too
+    routes = Routes(task)
+    routes.stamp(lambda: {INCARNATION_HEADER: str(master.master_incarnation)})  # on every answer, errors too
+    routes.add("POST", "/v1/master/sessions", create, big=True)
+    routes.add("POST", "/v1/master/sessions/{handle}/extend", extend, big=True)
+    routes.add("POST", "/v1/master/sessions/{handle}/callables", make_callable, big=True)
+    routes.add("POST", "/v1/master/sessions/{handle}/run", run, big=True)
+    routes.add("POST", "/v1/master/sessions/{handle}/close", close, big=True)
+    routes.add("POST", "/v1/master/sessions/{handle}/touch", touch, big=True)
+    routes.add("POST", "/v1/master/reset", reset)
+    routes.add("GET", "/v1/master/devices", devices)
+    routes.add("GET", "/v1/master/tasks", tasks)
+    routes.add("POST", "/v1/master/shutdown", shutdown)
+    return routes
 
-    app.on_response_prepare.append(stamp)
-    app.router.add_post("/v1/master/sessions", create)
-    app.router.add_post("/v1/master/sessions/{handle}/extend", extend)
-    app.router.add_post("/v1/master/sessions/{handle}/callables", make_callable)
-    app.router.add_post("/v1/master/sessions/{handle}/run", run)
-    app.router.add_post("/v1/master/sessions/{handle}/close", close)
-    app.router.add_post("/v1/master/sessions/{handle}/touch", touch)
-    app.router.add_post("/v1/master/reset", reset)
-    app.router.add_get("/v1/master/devices", devices)
-    app.router.add_get("/v1/master/tasks", tasks)
-    app.router.add_post("/v1/master/shutdown", shutdown)
+
+def add_master_routes(app: web.Application, master: MasterService, task: str) -> None:
+    """Serves `master_routes(master, task)` on `app` over HTTP."""
+    master_routes(master, task).mount(app)
 
 
 def _metrics(worker: WorkerService | None, master: MasterService | None, task: str) -> str:
@@ -249,30 +256,39 @@ def _metrics(worker: WorkerService | None, master: MasterService | None, task: s
     return "\n".join(lines) + "\n"
 
 
-def build_app(worker: WorkerService | None, master: MasterService | None, options: ServerOptions,
-              task: str) -> web.Application:
-    # What signatures are bound to: a worker's incarnation (in the master's task table), else the master's.
-    incarnation = worker.incarnation if worker is not None else \
-        master.master_incarnation if master is not None else auth.new_incarnation()
-    app = web.Application(middlewares=[_guard(options, task, incarnation)], client_max_size=options.max_body_bytes)
+def task_routes(worker: WorkerService | None, master: MasterService | None, task: str) -> Routes:
+    """Every route of a task: the worker's, the master's, `/healthz` and `/metrics`."""
+    routes = Routes(task)
     if worker is not None:
-        add_routes(app, worker)
+        routes.extend(worker_routes(worker))
     if master is not None:
-        add_master_routes(app, master, task)
+        routes.extend(master_routes(master, task))
 
-    async def healthz(request: web.Request) -> web.Response:
+    async def healthz(call: Call) -> Reply:
         body = {"status": "ok", "task": task}
         if worker is not None:
             body["incarnation"] = worker.incarnation
         if master is not None:  # clients tell a restarted master by it
             body["master_incarnation"] = master.master_incarnation
-        return json_response(body)
+        return json_reply(body)
 
-    async def metrics(request: web.Request) -> web.Response:
-        return web.Response(text=_metrics(worker, master, task), content_type="text/plain")
+    async def metrics(call: Call) -> Reply:
+        return Reply(200, [_metrics(worker, master, task).encode()], "text/plain; charset=utf-8")
 
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/metrics", metrics)
+    routes.add("GET", "/healthz", healthz)
+    routes.add("GET", "/metrics", metrics)
+    return routes
+
+
+def build_app(worker: WorkerService | None, master: MasterService | None, options: ServerOptions,
+              task: str) -> web.Application:
+    """The task's aiohttp app: `task_routes` behind the guard. The routes stay reachable as
+    `app[asyncflow.net.routes.ROUTES]`, for the app's streams to `dispatch` to."""
+    # What signatures are bound to: a worker's incarnation (in the master's task table), else the master's.
+    incarnation = worker.incarnation if worker is not None else \
+        master.master_incarnation if master is not None else auth.new_incarnation()
+    app = web.Application(middlewares=[_guard(options, task, incarnation)], client_max_size=options.max_body_bytes)
+    task_routes(worker, master, task).mount(app)
     return app
 
 
@@ -408,4 +424,5 @@ def serve_forever(cluster: ClusterSpec, job: str | None, task: int, options: Ser
     return asyncio.run(main())
 
 
-__all__ = ["ServerOptions", "TaskServer", "build_app", "serve_forever", "is_loopback"]
+__all__ = ["ServerOptions", "TaskServer", "build_app", "task_routes", "master_routes", "add_master_routes",
+           "serve_forever", "is_loopback"]

@@ -1,7 +1,7 @@
 """The worker service: one task's device, its registered partitions, its containers, and the tensor pull.
 
 `WorkerService` is plain async logic (the master in the same process calls it directly);
-`add_routes` puts it on an aiohttp app under `/v1/worker/`:
+`worker_routes` serves it under `/v1/worker/` (`asyncflow.net.routes`: over HTTP and streams alike):
 
   POST   /v1/worker/graphs[?master=ID]        register a partition (frame: RegisterGraph + buffers), owned
                                               by the master ID when given
@@ -69,6 +69,7 @@ from asyncflow.exec.step_stats import device_step_stats, to_obj
 from asyncflow.graph import Graph
 from asyncflow.net import wire
 from asyncflow.net.http import AsyncClient, PeerUnavailable
+from asyncflow.net.routes import Call, Reply, Routes, error_reply, json_reply
 from asyncflow.net.steps import Aborted, PullWatch, StepState, StepTable, TooManySteps, WorkerRendezvous
 from asyncflow.ops import comm
 from asyncflow.serialization import import_graph_def
@@ -76,7 +77,6 @@ from asyncflow.serialization import import_graph_def
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RAW_TENSOR = "application/x-asyncflow-tensor"  # small numeric tensors: raw bytes, dtype and shape in a header
 TENSOR_HEADER = "X-Asyncflow-Tensor"
-_CHUNK = 4 << 20  # bytes per write of a pulled tensor: bounds what the transport buffers at once
 MAX_BATCH_KEYS = 4096  # keys in one batched pull
 MAX_MASTER_ID = 64  # characters of a master's id (`?master=`)
 NO_PARTITION = "has no partition"  # in the AbortedError of a run of a dropped partition: the master re-plans
@@ -484,103 +484,68 @@ def response_error(response: Any, task: str) -> errors.OpError:
 
 
 # -- routes ---------------------------------------------------------------------------------------------
-def json_response(message: Any, status: int = 200) -> web.Response:
-    return web.Response(body=wire.dumps(message), status=status, content_type="application/json")
-
-
-def error_response(exc: BaseException, task: str, status: int = 200) -> web.Response:
-    return json_response({"error": wire.error_info(exc, task)}, status)
-
-
-async def write_chunks(request: web.Request, chunks: list[Any], content_type: str) -> web.StreamResponse:
-    """Streams `chunks` (views of arrays' memory) as one response, in bounded writes (small ones joined)."""
-    lazy = [c if isinstance(c, wire.LazyBody) else None for c in chunks]
-    views = [c.view if isinstance(c, wire.LazyBody) else memoryview(c).cast("B") for c in chunks]
-    total = sum(v.nbytes for v in views)
-    if total <= 65536 and not any(lazy):
-        return web.Response(body=b"".join(views), content_type=content_type)
-    response = web.StreamResponse(headers={"Content-Type": content_type})
-    for k, body in enumerate(lazy):
-        if body is not None:  # lets the receiver widen the 16-bit body as it lands
-            response.headers[wire.BODY_HEADER] = f"{sum(v.nbytes for v in views[:k])} {body.view.nbytes}"
-    response.content_length = total
-    await response.prepare(request)
-    for v, body in zip(views, lazy):
-        step = _CHUNK if body is None else _CHUNK // 4  # compressed: small slices keep the link busy
-        for start in range(0, v.nbytes, step):
-            if body is not None:
-                body.fill(start, min(start + step, v.nbytes))
-            await response.write(v[start:start + step])
-    await response.write_eof()
-    return response
-
-
-def _master_id(request: web.Request) -> str:
+def _master_id(call: Call) -> str:
     """The `?master=` id of a registration or a heartbeat ("" when absent); WireError when malformed."""
-    master = request.query.get("master", "")
+    master = call.query.get("master", "")
     if master and (len(master) > MAX_MASTER_ID or not master.isascii() or not master.replace("-", "").isalnum()):
         raise wire.WireError(f"master id must be at most {MAX_MASTER_ID} letters, digits and '-', got {master!r:.80}")
     return master
 
 
-def _peer_gone(request: web.Request) -> Callable[[], bool]:
-    """Whether the connection `request` came on has closed (aiohttp does not cancel a handler when it does)."""
-    return lambda: request.transport is None or request.transport.is_closing()
-
-
-def _pull_error(e: errors.OpError, task: str) -> web.Response:
+def _pull_error(e: errors.OpError, task: str) -> Reply:
     if isinstance(e, TooManySteps):
-        return error_response(e, task, 429)
-    return error_response(e, task, 408 if isinstance(e, errors.DeadlineExceededError) else 409)
+        return error_reply(e, task, 429)
+    return error_reply(e, task, 408 if isinstance(e, errors.DeadlineExceededError) else 409)
 
 
-def add_routes(app: web.Application, worker: WorkerService) -> None:
-    async def register(request: web.Request) -> web.Response:
-        master = _master_id(request)
-        req, buffers = wire.parse_frame(await request.read(), wire.RegisterGraph)
+def worker_routes(worker: WorkerService) -> Routes:
+    """The `/v1/worker/` routes of `worker` (see the module docstring), for HTTP and streams alike."""
+    async def register(call: Call) -> Reply:
+        master = _master_id(call)
+        req, buffers = wire.parse_frame(call.body, wire.RegisterGraph)
         try:
-            return json_response(worker.register_graph(req, buffers, master))
+            return json_reply(worker.register_graph(req, buffers, master))
         except errors.OpError as e:
-            return error_response(e, worker.task_name)
+            return error_reply(e, worker.task_name)
 
-    async def run(request: web.Request) -> web.StreamResponse:
+    async def run(call: Call) -> Reply:
+        handle = call.match["handle"]
         try:
-            worker.registered(request.match_info["handle"])
+            worker.registered(handle)
         except errors.AbortedError as e:  # an HTTP error, so a master forwarding answers unread still sees it
-            return error_response(e, worker.task_name, 409)
-        req, buffers = wire.parse_frame(await request.read(), wire.RunGraph)
+            return error_reply(e, worker.task_name, 409)
+        req, buffers = wire.parse_frame(call.body, wire.RunGraph)
         stats: list | None = [] if req.trace else None
         try:
-            values = await worker.run_graph(request.match_info["handle"], req, buffers, stats)
+            values = await worker.run_graph(handle, req, buffers, stats)
         except errors.OpError as e:
-            return await write_chunks(request, wire.frame_chunks(wire.StepDone(wire.error_info(e, worker.task_name))),
-                                      wire.FRAME_CONTENT_TYPE)
+            return Reply(200, wire.frame_chunks(wire.StepDone(wire.error_info(e, worker.task_name))),
+                         wire.FRAME_CONTENT_TYPE)
         descriptors, buffers = wire.encode_values(values)
         done = wire.StepDone(tensors=descriptors)
         if stats:
             (dev, done.clock), = stats
             done.step_stats = [to_obj(dev)]
             done.clock[1] = worker.wall_clock_ns()
-        chunks = wire.frame_chunks(done, buffers)
-        return await write_chunks(request, chunks, wire.FRAME_CONTENT_TYPE)
+        return Reply(200, wire.frame_chunks(done, buffers), wire.FRAME_CONTENT_TYPE)
 
-    async def deregister(request: web.Request) -> web.Response:
-        worker.deregister_graph(request.match_info["handle"])
-        return json_response({})
+    async def deregister(call: Call) -> Reply:
+        worker.deregister_graph(call.match["handle"])
+        return json_reply({})
 
-    async def tensor(request: web.Request) -> web.StreamResponse:
+    async def tensor(call: Call) -> Reply:
         try:
-            step_id = int(request.match_info["step_id"])
-            key = unquote(request.match_info["key"])
-            compression = request.query.get("compression", "")
+            step_id = int(call.match["step_id"])
+            key = unquote(call.match["key"])
+            compression = call.query.get("compression", "")
             if compression not in wire.COMPRESSIONS:
                 raise wire.WireError(f"unknown compression {compression!r}")
-            value = await worker.serve_tensor(step_id, key, request.remote or "", _peer_gone(request))
+            value = await worker.serve_tensor(step_id, key, call.peer, call.gone)
         except ValueError as e:
-            return error_response(wire.WireError(str(e)), worker.task_name, 400)
+            return error_reply(wire.WireError(str(e)), worker.task_name, 400)
         except TimeoutError:
-            return error_response(errors.DeadlineExceededError(None, None, "tensor not produced in time"),
-                                  worker.task_name, 408)
+            return error_reply(errors.DeadlineExceededError(None, None, "tensor not produced in time"),
+                               worker.task_name, 408)
         except errors.OpError as e:
             return _pull_error(e, worker.task_name)
         descriptor, chunks = wire.encode_value(value, compression)
@@ -589,20 +554,19 @@ def add_routes(app: web.Application, worker: WorkerService) -> None:
                                                       memoryview(c).nbytes for c in chunks)
         if descriptor is not None:
             header = f"{descriptor[0]} {','.join(map(str, descriptor[1]))}"
-            return web.Response(body=chunks[0], content_type=RAW_TENSOR, headers={TENSOR_HEADER: header})
-        return await write_chunks(request, chunks, ARROW_STREAM)
+            return Reply(200, chunks[:1], RAW_TENSOR, {TENSOR_HEADER: header})
+        return Reply(200, chunks, ARROW_STREAM)
 
-    async def tensors(request: web.Request) -> web.StreamResponse:
+    async def tensors(call: Call) -> Reply:
         try:
-            step_id = int(request.match_info["step_id"])
-            req = wire.loads(await request.read(), wire.PullTensors)
-            keys, values = await worker.serve_tensors(step_id, req, request.remote or "", _peer_gone(request))
+            step_id = int(call.match["step_id"])
+            req = wire.loads(call.body, wire.PullTensors)
+            keys, values = await worker.serve_tensors(step_id, req, call.peer, call.gone)
         except ValueError as e:
-            return error_response(e if isinstance(e, wire.WireError) else wire.WireError(str(e)), worker.task_name,
-                                  400)
+            return error_reply(e if isinstance(e, wire.WireError) else wire.WireError(str(e)), worker.task_name, 400)
         except TimeoutError:
-            return error_response(errors.DeadlineExceededError(None, None, "tensors not produced in time"),
-                                  worker.task_name, 408)
+            return error_reply(errors.DeadlineExceededError(None, None, "tensors not produced in time"),
+                               worker.task_name, 408)
         except errors.OpError as e:
             return _pull_error(e, worker.task_name)
         compression = dict(zip(req.keys, req.compression))
@@ -613,40 +577,46 @@ def add_routes(app: web.Application, worker: WorkerService) -> None:
             buffers.append(chunks)
         worker.counters["tensors_served_total"] += len(keys)
         worker.counters["bytes_served_total"] += sum(memoryview(c).nbytes for chunks in buffers for c in chunks)
-        return await write_chunks(request, wire.frame_chunks(wire.TensorsServed(keys, descriptors), buffers),
-                                  wire.FRAME_CONTENT_TYPE)
+        return Reply(200, wire.frame_chunks(wire.TensorsServed(keys, descriptors), buffers), wire.FRAME_CONTENT_TYPE)
 
-    async def abort(request: web.Request) -> web.Response:
+    async def abort(call: Call) -> Reply:
         try:
-            step_id = int(request.match_info["step_id"])
+            step_id = int(call.match["step_id"])
         except ValueError:
             raise wire.WireError("step id must be an integer") from None
-        req = wire.loads(await request.read(), wire.AbortStep)
+        req = wire.loads(call.body, wire.AbortStep)
         worker.abort(step_id, req.error)
-        return json_response({})
+        return json_reply({})
 
-    async def status(request: web.Request) -> web.Response:
-        return json_response(worker.status(_master_id(request)))
+    async def status(call: Call) -> Reply:
+        return json_reply(worker.status(_master_id(call)))
 
-    async def reset(request: web.Request) -> web.Response:
-        req = wire.loads(await request.read() or b"{}", wire.Reset)
+    async def reset(call: Call) -> Reply:
+        req = wire.loads(call.body or b"{}", wire.Reset)
         worker.reset(req.containers)
-        return json_response({})
+        return json_reply({})
 
-    async def shutdown(request: web.Request) -> web.Response:
+    async def shutdown(call: Call) -> Reply:
         if worker.on_shutdown is not None:
             asyncio.get_running_loop().call_soon(worker.on_shutdown)
-        return json_response({})
+        return json_reply({})
 
-    app.router.add_post("/v1/worker/graphs", register)
-    app.router.add_post("/v1/worker/graphs/{handle}/run", run)
-    app.router.add_delete("/v1/worker/graphs/{handle}", deregister)
-    app.router.add_get("/v1/worker/tensors/{step_id}/{key:.+}", tensor)
-    app.router.add_post("/v1/worker/tensors/{step_id}", tensors)
-    app.router.add_post("/v1/worker/abort/{step_id}", abort)
-    app.router.add_get("/v1/worker/status", status)
-    app.router.add_post("/v1/worker/reset", reset)
-    app.router.add_post("/v1/worker/shutdown", shutdown)
+    routes = Routes(worker.task_name)
+    routes.add("POST", "/v1/worker/graphs", register, big=True)
+    routes.add("POST", "/v1/worker/graphs/{handle}/run", run, big=True)
+    routes.add("DELETE", "/v1/worker/graphs/{handle}", deregister, big=True)
+    routes.add("GET", "/v1/worker/tensors/{step_id}/{key:.+}", tensor)
+    routes.add("POST", "/v1/worker/tensors/{step_id}", tensors)
+    routes.add("POST", "/v1/worker/abort/{step_id}", abort)
+    routes.add("GET", "/v1/worker/status", status)
+    routes.add("POST", "/v1/worker/reset", reset)
+    routes.add("POST", "/v1/worker/shutdown", shutdown)
+    return routes
 
 
-__all__ = ["WorkerService", "WorkerRendezvous", "add_routes", "response_error", "process_spec"]
+def add_routes(app: web.Application, worker: WorkerService) -> None:
+    """Serves `worker_routes(worker)` on `app` over HTTP."""
+    worker_routes(worker).mount(app)
+
+
+__all__ = ["WorkerService", "WorkerRendezvous", "worker_routes", "add_routes", "response_error", "process_spec"]
