@@ -1,7 +1,9 @@
 """The im2col/GEMM convolution kernels and the per-offset pooling gradients (asyncflow/ops/conv_util.py)
 against naive numpy loops over output pixels, over the combinations that move their index arithmetic:
 strides, dilations, SAME / VALID / EXPLICIT padding, groups, NHWC and NCHW, batches split into
-several patch matrices, scratch buffers reused across calls and shared by threads.
+several patch matrices, scratch buffers reused across calls and shared by threads. Stride-1 input
+gradients take the flipped-filter convolution path, strided ones (and paddings wider than the window)
+the scatter-add path; both are covered.
 
 Kernels are called directly (`OpDef.sync`) with a plain context object, as the executor calls them;
 the graph-level rows live in tests/ops/test_nn.py and test_nn_backprop.py.
@@ -93,6 +95,7 @@ GEOMETRIES = [
     ("valid_dilation13", (1, 8, 12, 2), (2, 3, 2, 2), (1, 1), (1, 3), ("VALID", "VALID")),
     ("explicit", (2, 6, 5, 2), (3, 3, 2, 3), (2, 1), (1, 1), ((2, 0), (1, 3))),
     ("explicit_dilated", (1, 7, 7, 3), (2, 2, 3, 2), (1, 1), (2, 3), ((0, 1), (2, 2))),
+    ("explicit_wider_than_window", (1, 5, 5, 2), (2, 2, 2, 3), (1, 1), (1, 1), ((3, 1), (0, 2))),
     ("groups", (2, 6, 6, 4), (3, 3, 2, 6), (1, 2), (1, 1), ("SAME", "SAME")),
     ("depthwise_like_groups", (2, 5, 6, 3), (2, 2, 1, 6), (1, 1), (1, 1), ("VALID", "VALID")),
     ("one_by_one", (2, 4, 5, 3), (1, 1, 3, 4), (1, 1), (1, 1), ("VALID", "VALID")),
@@ -150,14 +153,15 @@ def test_conv_and_backprops_match_the_pixel_loop(geometry, data_format) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"{geometry[0]} {what}")
 
 
-@pytest.mark.parametrize("geometry", GEOMETRIES[:3] + GEOMETRIES[6:9], ids=lambda g: g[0])
+@pytest.mark.parametrize("geometry", GEOMETRIES[:3] + GEOMETRIES[6:10], ids=lambda g: g[0])
 def test_float64_is_exact_to_rounding(geometry) -> None:
     for got, want in _run_all(geometry, "NHWC", np.float64):
         assert got.dtype == np.float64
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("geometry", [GEOMETRIES[1], GEOMETRIES[6], GEOMETRIES[8]], ids=lambda g: g[0])
+@pytest.mark.parametrize("geometry", [GEOMETRIES[0], GEOMETRIES[1], GEOMETRIES[6], GEOMETRIES[9]],
+                         ids=lambda g: g[0])
 def test_batches_split_into_several_patch_matrices(geometry, monkeypatch) -> None:
     """A patch matrix smaller than one batch's: the kernels walk the batch in chunks (the last one short)."""
     monkeypatch.setattr(conv_util, "PATCH_ELEMENTS", 1)  # one image per chunk
