@@ -4,10 +4,15 @@ col2im (the scatter-add of a transposed convolution), all in NHWC.
 
 Layout. A patch matrix row is one output pixel; its columns run over (kernel row, kernel column,
 input channel), so `patches @ filter.reshape(kh * kw * c, out)` is the forward convolution and
-`patchesᵀ @ out_backprop` the filter gradient. The input gradient computes, per kernel offset,
-`out_backprop @ filter[offset]ᵀ` (one batched GEMM over the offsets) and adds each block into the
-strided slice of the padded input that offset read: a loop over the kh * kw offsets, each one
-vectorised add, never a loop over pixels.
+`patchesᵀ @ out_backprop` the filter gradient (grouped convolutions keep one patch matrix per group
+and batch the GEMM over the groups). The batch goes in chunks of images whose patches fit in a few
+MiB, so the GEMM reads them from cache. The input gradient of a stride-1 convolution is the forward
+convolution of the padded out_backprop with the flipped filter (`flipped_pads`, `flipped_filter`);
+strided ones compute, per kernel offset, `out_backprop @ filter[offset]ᵀ` (one batched GEMM over
+the offsets) and add each block into the strided slice of the padded input that offset read: a loop
+over the kh * kw offsets, each one vectorised add, never a loop over pixels.
+
+Max pool gradients (`first_max_hits`) work the same way: one vectorised compare per window offset.
 
 Scratch. The padded input and the patch matrix are large and the same size every step, so each
 kernel context (one per node per plan) keeps a `Scratch` of them. Two steps of one plan may run the
@@ -125,65 +130,75 @@ def chunk_images(n: int, per_image: int) -> int:
 def conv_forward(out: np.ndarray, x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
                  dilations: tuple[int, int], pool: Scratch) -> None:
     """out[n, i, j, :] = the (dilated, strided) window of padded NHWC `x` at (i, j) · w: im2col and one GEMM
-    per chunk of images (per group when the convolution is grouped). `out` is C-contiguous."""
+    per chunk of images (a batched GEMM over the groups when the convolution is grouped). `out` is
+    C-contiguous."""
     n, oh, ow, out_depth = out.shape
     kh, kw, f_depth, _ = w.shape
     depth = x.shape[3]
     groups = depth // f_depth
-    per_group = out_depth // groups
     if kh == kw == 1 and strides == (1, 1) and x.flags.c_contiguous and groups == 1:  # the input is the matrix
         np.matmul(x.reshape(-1, depth), w.reshape(depth, out_depth), out=out.reshape(-1, out_depth))
         return
-    chunk = chunk_images(n, oh * ow * kh * kw * depth)
-    w2 = w.reshape(kh * kw * f_depth, out_depth)
-    with pool.borrow("patches", (chunk, oh, ow, kh, kw, depth), x.dtype) as patches:
-        for start in range(0, n, chunk):
-            count = min(chunk, n - start)
-            part = patches[:count]
-            np.copyto(part, windows(x[start:start + count], kh, kw, (oh, ow), strides, dilations))
-            rows = count * oh * ow
-            target = out[start:start + count].reshape(rows, out_depth)
-            if groups == 1:
-                np.matmul(part.reshape(rows, kh * kw * depth), w2, out=target)
-                continue
-            grouped = part.reshape(rows, kh * kw, groups, f_depth)
-            for g in range(groups):
-                outs = slice(g * per_group, (g + 1) * per_group)
-                target[:, outs] = grouped[:, :, g, :].reshape(rows, -1) @ w2[:, outs]
+    w_groups = _group_major(w.reshape(kh * kw, f_depth, groups, out_depth // groups))  # [g, taps*f, out of g]
+    for start, count, patches in _patch_chunks(x, (kh, kw), (oh, ow), strides, dilations, groups, pool):
+        rows = count * oh * ow
+        target = out[start:start + count].reshape(rows, out_depth)
+        if groups == 1:
+            np.matmul(patches[0], w_groups[0], out=target)
+        else:
+            target.reshape(rows, groups, -1)[...] = np.matmul(patches, w_groups).transpose(1, 0, 2)
 
 
 def conv_filter_grad(dw: np.ndarray, x: np.ndarray, dy: np.ndarray, strides: tuple[int, int],
                      dilations: tuple[int, int], pool: Scratch) -> None:
-    """dw = patchesᵀ · dy over padded NHWC `x` (per group when grouped), one GEMM per chunk of images."""
+    """dw = patchesᵀ · dy over padded NHWC `x`, one GEMM per chunk of images (batched over the groups)."""
     kh, kw, f_depth, out_depth = dw.shape
     n, oh, ow, _ = dy.shape
-    depth = x.shape[3]
-    groups = depth // f_depth
+    groups = x.shape[3] // f_depth
     per_group = out_depth // groups
-    dw2 = dw.reshape(kh * kw * f_depth, out_depth)
-    chunk = chunk_images(n, oh * ow * kh * kw * depth)
-    with pool.borrow("patches", (chunk, oh, ow, kh, kw, depth), x.dtype) as patches:
+    total = np.zeros((groups, kh * kw * f_depth, per_group), dw.dtype) if groups > 1 else None
+    for start, count, patches in _patch_chunks(x, (kh, kw), (oh, ow), strides, dilations, groups, pool):
+        rows = count * oh * ow
+        grads = dy[start:start + count].reshape(rows, out_depth)
+        if groups == 1:
+            target = dw.reshape(kh * kw * f_depth, out_depth)
+            if start == 0:
+                np.matmul(patches[0].T, grads, out=target)
+            else:
+                target += patches[0].T @ grads
+        else:
+            total += np.matmul(patches.transpose(0, 2, 1), grads.reshape(rows, groups, per_group).transpose(1, 0, 2))
+    if total is not None:  # [g, taps, f, out of g] -> [taps, f, g, out of g]
+        dw.reshape(kh * kw, f_depth, groups, per_group)[...] = total.reshape(groups, kh * kw, f_depth,
+                                                                             per_group).transpose(1, 2, 0, 3)
+
+
+def _group_major(w: np.ndarray) -> np.ndarray:
+    """A filter viewed [taps, f, groups, out of group] as [groups, taps * f, out of group]."""
+    taps, f_depth, groups, per_group = w.shape
+    return np.ascontiguousarray(w.transpose(2, 0, 1, 3)).reshape(groups, taps * f_depth, per_group)
+
+
+def _patch_chunks(x: np.ndarray, ksize: tuple[int, int], out_hw: tuple[int, int], strides: tuple[int, int],
+                  dilations: tuple[int, int], groups: int, pool: Scratch):
+    """(first image, images, patch matrices [groups, rows, taps * f]) for each chunk of images of padded NHWC
+    `x`, built in one scratch buffer (a group's columns are its taps x its input channels)."""
+    (kh, kw), (oh, ow) = ksize, out_hw
+    n, depth = x.shape[0], x.shape[3]
+    f_depth = depth // groups
+    per_image = oh * ow * kh * kw * depth
+    chunk = chunk_images(n, per_image)
+    with pool.borrow("patches", (chunk * per_image,), x.dtype) as buffer:
         for start in range(0, n, chunk):
             count = min(chunk, n - start)
-            part = patches[:count]
-            np.copyto(part, windows(x[start:start + count], kh, kw, (oh, ow), strides, dilations))
-            rows = count * oh * ow
-            grads = dy[start:start + count].reshape(rows, out_depth)
+            view = windows(x[start:start + count], kh, kw, out_hw, strides, dilations)
+            part = buffer[:count * per_image]
             if groups == 1:
-                matrix = part.reshape(rows, kh * kw * depth)
-                if start == 0:
-                    np.matmul(matrix.T, grads, out=dw2)
-                else:
-                    dw2 += matrix.T @ grads
-                continue
-            grouped = part.reshape(rows, kh * kw, groups, f_depth)
-            for g in range(groups):
-                outs = slice(g * per_group, (g + 1) * per_group)
-                product = grouped[:, :, g, :].reshape(rows, -1).T @ grads[:, outs]
-                if start == 0:
-                    dw2[:, outs] = product
-                else:
-                    dw2[:, outs] += product
+                np.copyto(part.reshape(view.shape), view)
+            else:
+                grouped = view.reshape(*view.shape[:5], groups, f_depth).transpose(5, 0, 1, 2, 3, 4, 6)
+                np.copyto(part.reshape(grouped.shape), grouped)
+            yield start, count, part.reshape(groups, count * oh * ow, kh * kw * f_depth)
 
 
 def flipped_pads(pads: Pads, ksize: tuple[int, int], dilations: tuple[int, int]) -> Pads | None:

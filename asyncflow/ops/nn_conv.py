@@ -1,8 +1,8 @@
 """Convolution and pooling ops of `af.nn`: Conv2D, MaxPool, AvgPool (NHWC, and NCHW by transposing).
 
 One padding rule serves all three (`_window`): VALID, SAME (TF's split, the extra pixel after)
-and EXPLICIT. Conv2D is im2col per chunk of the batch (the patch matrix is bounded in size) and
-one matrix product per chunk and group; the pools loop over the few window offsets, never over
+and EXPLICIT. Conv2D is im2col per chunk of the batch and one GEMM per chunk (`conv_util`, whose
+scratch buffers live on the kernel context); the pools loop over the few window offsets, never over
 pixels. 16-bit floats compute in float32.
 
 Each op's gradient sits below it and builds TF's backward ops (Conv2DBackpropInput/Filter,

@@ -2,13 +2,14 @@
 Conv2DBackpropFilter, MaxPoolGrad, MaxPoolGradGrad and AvgPoolGrad, each with its own gradient.
 
 They share the forward ops' geometry (`nn_conv._geometry`: VALID, SAME, EXPLICIT padding) and work
-in NHWC (NCHW is transposed in and out). The convolution backprops loop over the kernel offsets,
-never over pixels: the input gradient is a transposed convolution (each offset adds
-out_backprop · filter[offset]ᵀ into a strided slice of the padded input), the filter gradient
-correlates each strided slice of the padded input with out_backprop. Max pool routes each output
-gradient to the element its window's maximum came from: the first maximum in row-major window
-order, as TF's CPU kernel (`_max_positions`). Average pool spreads each output gradient evenly
-over the window's elements inside the input (SAME windows at the border count only those).
+in NHWC (NCHW is transposed in and out). The arithmetic is `conv_util`'s: the filter gradient is
+(patch matrix of the padded input)ᵀ · out_backprop, one GEMM per chunk of images; the input
+gradient of a stride-1 convolution is out_backprop convolved with the flipped filter, of a strided
+one a GEMM per kernel offset scatter-added into strided slices of the padded input. Max pool routes
+each output gradient to the element its window's maximum came from: the first maximum in
+row-major window order, as TF's CPU kernel (`conv_util.first_max_hits`), one vectorised compare
+and add per window offset. Average pool spreads each output gradient evenly over the window's
+elements inside the input (SAME windows at the border count only those).
 """
 
 from __future__ import annotations
