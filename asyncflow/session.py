@@ -6,6 +6,10 @@ synchronously in the calling thread under the session's scheduler lock, never to
 loop. A plan with an async kernel (a queue, a Recv) runs on the session's own event-loop thread,
 so `run` works from plain code, from several threads at once, and inside a running event loop
 (Jupyter) without deadlock; `await arun(...)` is the same from async code.
+
+A Session with a target (a master's address) holds a `RemoteRuntime` (`asyncflow.net.client`) in
+`_remote` instead of plans and a loop: its methods map fetches and feeds as here, then hand the
+runtime the flat lists; with no target `_remote` is None and nothing else changes.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +35,9 @@ from asyncflow.gradients import IndexedSlices, IndexedSlicesValue
 from asyncflow.graph import Graph, Operation, Tensor, get_default_graph, register_session_lookup
 from asyncflow.graph_options import GraphOptions
 from asyncflow.sparse_tensor import SparseTensor, SparseTensorValue
+
+if TYPE_CHECKING:
+    from asyncflow.net.client import RemoteRuntime
 
 _session_ids = itertools.count(1)
 _live_sessions: weakref.WeakSet = weakref.WeakSet()  # in-process sessions, for Session.reset("")
@@ -340,28 +347,29 @@ class BaseSession:
     """What `Session` and `InteractiveSession` share."""
 
     def __init__(self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None):
-        if target:  # a master's address: run/arun/make_callable/close go over the network
-            from asyncflow.net.client import attach_remote
-
-            attach_remote(self, target, graph, config)
-            return
         self._graph = graph if graph is not None else get_default_graph()
         self._config = ConfigProto(**config) if isinstance(config, dict) else (config or ConfigProto())
-        # intra_op_parallelism_threads > 0 sets BLAS's threads (process-wide) and sizes the offload pool to them
-        configure_compute_threads(self._config.intra_op_parallelism_threads)
         self._target = target
         self._closed = False
-        self._resources = ResourceContainer(f"session{next(_session_ids)}")
-        self._plans: dict[Any, _CompiledRun] = {}
         self._fetch_cache: dict[Any, _Fetches] = {}
         self._feed_specs: dict[Any, _FeedSpec] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._default_stack_token: Any = None
+        self._remote: RemoteRuntime | None = None
+        if target:  # a master's address: steps run on the cluster; the network stack loads only for this
+            from asyncflow.net.client import RemoteRuntime
+
+            self._remote = RemoteRuntime(target, self._graph, self._config)
+            return
+        # intra_op_parallelism_threads > 0 sets BLAS's threads (process-wide) and sizes the offload pool to them
+        configure_compute_threads(self._config.intra_op_parallelism_threads)
+        self._resources = ResourceContainer(f"session{next(_session_ids)}")
+        self._plans: dict[Any, _CompiledRun] = {}
         self._lock = threading.Lock()  # the scheduler lock: held while kernels run
         self._plan_lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._inflight: set[Step] = set()
         self._step_ids = itertools.count(1)
-        self._default_stack_token: Any = None
         _live_sessions.add(self)
 
     graph = property(lambda self: self._graph)
@@ -369,7 +377,15 @@ class BaseSession:
     sess_str = property(lambda self: self._target)
 
     def list_devices(self) -> list[str]:
-        return ["/job:localhost/replica:0/task:0/device:CPU:0"]
+        if self._remote is not None:
+            return self._remote.list_devices()
+        return [LOCAL_DEVICE]
+
+    @property
+    def _task_status(self) -> Callable[[], dict[str, list[str]]] | None:
+        """The cluster's tasks as the master's heartbeats see them (`{"alive": [...], "dead": [...]}`), for
+        SyncReplicasOptimizer's quorum check; None in-process, where there is nothing to check."""
+        return self._remote.task_status if self._remote is not None else None
 
     @staticmethod
     def reset(target: str, containers: list[str] | None = None, config: Any = None) -> None:
@@ -427,9 +443,14 @@ class BaseSession:
         mapped, feed_tensors, feed_values = self._map(fetches, feed_dict)
         return mapped, self._compile(mapped, feed_tensors), feed_values
 
+    def _map_open(self, fetches: Any, feed_dict: Any) -> tuple[_Fetches, list[Tensor], list[Any]]:
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        return self._map(fetches, feed_dict)
+
     def _map(self, fetches: Any, feed_dict: Any) -> tuple[_Fetches, list[Tensor], list[Any]]:
         """The flattened fetches (cached per structure) and the fed tensors with their converted values;
-        the embedded and the remote session both start a step here."""
+        the embedded and the remote runtime both start a step here."""
         key = _fetch_key(fetches)
         mapped = self._fetch_cache.get(key) if key is not None else None
         if mapped is None:
@@ -465,6 +486,10 @@ class BaseSession:
     def run(self, fetches: Any, feed_dict: dict | None = None, options: RunOptions | None = None,
             run_metadata: RunMetadata | None = None) -> Any:
         """Runs one step: the ops `fetches` need given `feed_dict`; returns values in `fetches`' structure."""
+        if self._remote is not None:
+            mapped, feeds, feed_values = self._map_open(fetches, feed_dict)
+            values = self._remote.run(mapped.tensors, mapped.targets, feeds, feed_values, options, run_metadata)
+            return mapped.rebuild([_to_user(v) for v in values])
         mapped, compiled, feed_values = self._prepare(fetches, feed_dict)
         values = self._execute(compiled, feed_values, options, run_metadata)
         return mapped.rebuild([_to_user(v) for v in values])
@@ -472,6 +497,11 @@ class BaseSession:
     async def arun(self, fetches: Any, feed_dict: dict | None = None, options: RunOptions | None = None,
                    run_metadata: RunMetadata | None = None) -> Any:
         """`run` for async code: awaits the step instead of blocking the loop."""
+        if self._remote is not None:
+            mapped, feeds, feed_values = self._map_open(fetches, feed_dict)
+            values = await self._remote.arun(mapped.tensors, mapped.targets, feeds, feed_values, options,
+                                             run_metadata)
+            return mapped.rebuild([_to_user(v) for v in values])
         mapped, compiled, feed_values = self._prepare(fetches, feed_dict)
         if not compiled.plan.has_async:
             values = self._execute(compiled, feed_values, options, run_metadata)
@@ -557,6 +587,8 @@ class BaseSession:
         feed_tensors = [self._feed_key(f) for f in (feed_list or [])]
         specs = [_FeedSpec(t) for t in feed_tensors]
         mapped = _Fetches(self._graph, fetches)
+        if self._remote is not None:
+            return self._remote_callable(self._remote, mapped, feed_tensors, specs)
         compiled = self._compile(mapped, feed_tensors)
 
         def call(*args: Any, options: RunOptions | None = None, run_metadata: RunMetadata | None = None):
@@ -569,9 +601,28 @@ class BaseSession:
 
         return call
 
+    def _remote_callable(self, remote: RemoteRuntime, mapped: _Fetches, feed_tensors: list[Tensor],
+                         specs: list[_FeedSpec]) -> Callable[..., Any]:
+        """`make_callable` of a Session with a target: the same checks, the step made and run by the master."""
+        step = remote.make_callable(mapped.tensors, mapped.targets, feed_tensors)
+
+        def call(*args: Any, options: RunOptions | None = None, run_metadata: RunMetadata | None = None):
+            if self._closed:
+                raise RuntimeError("Attempted to use a closed Session.")
+            if len(args) != len(feed_tensors):
+                raise TypeError(f"This callable takes {len(feed_tensors)} feed values, got {len(args)}")
+            values = [spec.convert(v) for spec, v in zip(specs, args)]
+            return mapped.rebuild([_to_user(v) for v in step(values, options, run_metadata)])
+
+        return call
+
     # -- lifetime -------------------------------------------------------------------------------------
     def close(self) -> None:
         """Cancels steps still waiting, stops the loop thread and releases the session's state."""
+        if self._remote is not None:
+            self._closed = True
+            self._remote.close()
+            return
         with self._plan_lock:
             if self._closed:
                 return

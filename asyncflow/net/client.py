@@ -1,10 +1,13 @@
-"""The remote Session: `af.Session("http://host:port")` talking to a master.
+"""The remote runtime: what a `Session` with a target (`af.Session("http://host:port")`) runs on.
 
-`attach_remote(session, target, graph, config)` is what `BaseSession.__init__` calls for a
-non-empty target: it binds this module's `run`, `arun`, `make_callable`, `close` and
-`list_devices` onto that session object, so the embedded path stays untouched. Fetch and feed
-semantics are the embedded Session's: the same fetch flattening (`_Fetches`), the same feed
-checks (`_FeedSpec`), the same values handed back (`_to_user`).
+`BaseSession.__init__` makes a `RemoteRuntime` for a non-empty target and holds it; the Session's
+`run`, `arun`, `make_callable`, `close` and `list_devices` stay the Session's own methods, which
+do the fetch and feed semantics of every Session (fetch flattening, feed checks, the values
+handed back) and pass the runtime flat lists: the fetched tensors, the target ops, the fed
+tensors and their converted values. The runtime answers with the fetched values in that order.
+It owns everything about talking to the master: the mirrored graph, the master session handle,
+the callables made on the master, the master's watch and incarnation, its clock offset, and the
+HTTP clients. It does not import `asyncflow.session` (the session sits above it).
 
 The client's graph is mirrored on the master: the first step sends it whole
 (`graph_to_parts`), later steps send only the ops added since (TF's ExtendSession); if ops
@@ -31,15 +34,17 @@ the master's own (not a task's) carry `.master`, the target.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from asyncflow import errors
 from asyncflow.exec.step_stats import ClockFilter, StatsError, StepStats, from_peer
-from asyncflow.graph import Graph, Operation, Tensor, get_default_graph
+from asyncflow.graph import Graph, Operation, Tensor
 from asyncflow.net import auth, wire
 from asyncflow.net.http import AsyncClient, BlockingClient, PeerUnavailable, Response
 from asyncflow.net.master_watch import (
@@ -93,8 +98,14 @@ class _Uncached(Exception):
     pass
 
 
-class RemoteSession:
-    """The remote implementation behind a Session with a target (see the module docstring)."""
+class RemoteRuntime:
+    """The steps of one Session with a target, run by the master at that target (see the module docstring).
+
+    It owns the master session (`handle`, made on first use, made again after the master restarted or
+    collected it), the graph mirrored there, the callables made there, the master's devices, its watch
+    (heartbeats, incarnation) and the HTTP clients. `run`, `arun` and `make_callable` take flat lists
+    (fetched tensors, target ops, fed tensors and their values) and give back the fetched values.
+    """
 
     def __init__(self, target: str, graph: Graph, config: Any):
         self.target = target
@@ -291,51 +302,42 @@ class RemoteSession:
             raise errors.DataLossError(None, None, str(e)) from None
         return out
 
-    def _prepare(self, session: Any, fetches: Any, feed_dict: Any, network: bool = True) -> tuple:
-        if self.closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        mapped, feed_tensors, feed_values = session._map(fetches, feed_dict)
-        call = self._callable(mapped.tensors, mapped.targets, feed_tensors, network)
-        return mapped, call, feed_values
-
     def _step(self, call: _RemoteCallable, values: list[Any], options: Any, run_metadata: Any) -> list[Any]:
         path, chunks, timeout = self._step_request(call, values, options)
         sent = time.time_ns()
         response = self._request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout)
         return self._results(call, response, run_metadata, sent, time.time_ns())
 
-    def run(self, session: Any, fetches: Any, feed_dict: Any = None, options: Any = None,
-            run_metadata: Any = None) -> Any:
-        from asyncflow.session import _to_user
+    def run(self, fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor], values: list[Any],
+            options: Any = None, run_metadata: Any = None) -> list[Any]:
+        """Runs one step on the cluster: the values of `fetches` (targets run too) with `feeds` fed `values`."""
+        call = self._callable(fetches, targets, feeds)
+        try:
+            return self._step(call, values, options, run_metadata)
+        except errors.NotFoundError as e:
+            if not self._gone(e, call.handle):
+                raise
+            self._forget_handle(call.handle)  # the master collected it while we were idle: a new one, run again
+        return self._step(self._callable(fetches, targets, feeds), values, options, run_metadata)
 
-        for again in (True, False):
-            mapped, call, values = self._prepare(session, fetches, feed_dict)
-            try:
-                results = self._step(call, values, options, run_metadata)
-                break
-            except errors.NotFoundError as e:
-                if not (again and self._gone(e, call.handle)):
-                    raise
-                self._forget_handle(call.handle)  # the master collected it while we were idle: a new one, run again
-        return mapped.rebuild([_to_user(v) for v in results])
+    async def arun(self, fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor], values: list[Any],
+                   options: Any = None, run_metadata: Any = None) -> list[Any]:
+        """`run` on the caller's event loop; only making a new callable (blocking HTTP) goes to a thread."""
+        call = await self._acallable(fetches, targets, feeds)
+        try:
+            return await self._astep(call, values, options, run_metadata)
+        except errors.NotFoundError as e:
+            if not self._gone(e, call.handle):
+                raise
+            self._forget_handle(call.handle)
+        return await self._astep(await self._acallable(fetches, targets, feeds), values, options, run_metadata)
 
-    async def arun(self, session: Any, fetches: Any, feed_dict: Any = None, options: Any = None,
-                   run_metadata: Any = None) -> Any:
-        from asyncflow.session import _to_user
-
-        for again in (True, False):
-            try:
-                mapped, call, values = self._prepare(session, fetches, feed_dict, network=False)
-            except _Uncached:
-                mapped, call, values = await asyncio.to_thread(self._prepare, session, fetches, feed_dict)
-            try:
-                results = await self._astep(call, values, options, run_metadata)
-                break
-            except errors.NotFoundError as e:
-                if not (again and self._gone(e, call.handle)):
-                    raise
-                self._forget_handle(call.handle)
-        return mapped.rebuild([_to_user(v) for v in results])
+    async def _acallable(self, fetches: list[Tensor], targets: list[Operation],
+                         feeds: list[Tensor]) -> _RemoteCallable:
+        try:
+            return self._callable(fetches, targets, feeds, network=False)
+        except _Uncached:
+            return await asyncio.to_thread(self._callable, fetches, targets, feeds)
 
     async def _astep(self, call: _RemoteCallable, values: list[Any], options: Any, run_metadata: Any) -> list[Any]:
         path, chunks, timeout = self._step_request(call, values, options)
@@ -366,32 +368,12 @@ class RemoteSession:
             raise response_error(response, self.target)
         return self._results(call, response, run_metadata, sent, answered)
 
-    def make_callable(self, session: Any, fetches: Any, feed_list: Any = None, accept_options: bool = False) -> Any:
-        from asyncflow.session import _FeedSpec, _Fetches, _to_user
-
-        feed_tensors = [session._feed_key(f) for f in (feed_list or [])]
-        specs = [_FeedSpec(t) for t in feed_tensors]
-        mapped = _Fetches(self.graph, fetches)
-        self._callable(mapped.tensors, mapped.targets, feed_tensors)
-
-        def call(*args: Any, options: Any = None, run_metadata: Any = None) -> Any:
-            if self.closed:
-                raise RuntimeError("Attempted to use a closed Session.")
-            if len(args) != len(feed_tensors):
-                raise TypeError(f"This callable takes {len(feed_tensors)} feed values, got {len(args)}")
-            values = [s.convert(v) for s, v in zip(specs, args)]
-            for again in (True, False):
-                remote = self._callable(mapped.tensors, mapped.targets, feed_tensors)
-                try:
-                    results = self._step(remote, values, options, run_metadata)
-                    break
-                except errors.NotFoundError as e:
-                    if not (again and self._gone(e, remote.handle)):
-                        raise
-                    self._forget_handle(remote.handle)
-            return mapped.rebuild([_to_user(v) for v in results])
-
-        return call
+    def make_callable(self, fetches: list[Tensor], targets: list[Operation],
+                      feeds: list[Tensor]) -> Callable[..., list[Any]]:
+        """`run` with these fetches, targets and feeds bound: `step(values, options, run_metadata)`. The callable
+        is made on the master now, so a graph the master refuses fails here, as in TF."""
+        self._callable(fetches, targets, feeds)
+        return functools.partial(self.run, fetches, targets, feeds)
 
     def _close_remote(self) -> None:
         if self.handle is not None and not self._master_down:  # a master that is down collects it itself
@@ -401,7 +383,22 @@ class RemoteSession:
                 pass  # the master is gone: nothing to release
         self.handle = None
 
+    def list_devices(self) -> list[str]:
+        """The cluster's devices, as the master names them."""
+        if self.devices:
+            return list(self.devices)
+        response = self._request("GET", "/v1/master/devices", bound=False)
+        return list(wire.parse_json(response.body).get("devices", []))
+
+    def task_status(self) -> dict[str, list[str]]:
+        """{"alive": [...], "dead": [...]}: the tasks as the master's heartbeats see them."""
+        obj = wire.parse_json(self._request("GET", "/v1/master/tasks", timeout=10.0, bound=False).body)
+        if not isinstance(obj, dict) or not all(isinstance(obj.get(k), list) for k in ("alive", "dead")):
+            raise errors.DataLossError(None, None, f"malformed task status from {self.target}")
+        return {k: [str(t) for t in obj[k]] for k in ("alive", "dead")}
+
     def close(self) -> None:
+        """Closes the master session (unless the master is down) and the watch and clients; idempotent."""
         with self._lock:
             if self.closed:
                 return
@@ -409,47 +406,6 @@ class RemoteSession:
             self._close_remote()
             self.watch.close()
             self.http.close()
-
-
-def attach_remote(session: Any, target: str, graph: Graph | None, config: Any) -> None:
-    """Makes `session` (a BaseSession) a remote one: its run/arun/make_callable/close go to the master."""
-    remote = RemoteSession(target, graph if graph is not None else get_default_graph(), config)
-    session._graph = remote.graph
-    session._config = config
-    session._target = target
-    session._closed = False
-    session._loop = None
-    session._default_stack_token = None
-    session._fetch_cache = {}
-    session._feed_specs = {}
-    session._remote = remote
-
-    def close() -> None:
-        session._closed = True
-        remote.close()
-
-    session.run = lambda fetches, feed_dict=None, options=None, run_metadata=None: \
-        remote.run(session, fetches, feed_dict, options, run_metadata)
-    session.arun = lambda fetches, feed_dict=None, options=None, run_metadata=None: \
-        remote.arun(session, fetches, feed_dict, options, run_metadata)
-    session.make_callable = lambda fetches, feed_list=None, accept_options=False: \
-        remote.make_callable(session, fetches, feed_list, accept_options)
-    session.close = close
-    session.list_devices = lambda: list(remote.devices) or _devices(remote)
-    session._task_status = lambda: _task_status(remote)
-
-
-def _task_status(remote: RemoteSession) -> dict[str, list[str]]:
-    """{"alive": [...], "dead": [...]}: the tasks as the master's heartbeats see them."""
-    obj = wire.parse_json(remote._request("GET", "/v1/master/tasks", timeout=10.0, bound=False).body)
-    if not isinstance(obj, dict) or not all(isinstance(obj.get(k), list) for k in ("alive", "dead")):
-        raise errors.DataLossError(None, None, f"malformed task status from {remote.target}")
-    return {k: [str(t) for t in obj[k]] for k in ("alive", "dead")}
-
-
-def _devices(remote: RemoteSession) -> list[str]:
-    response = remote._request("GET", "/v1/master/devices", bound=False)
-    return list(wire.parse_json(response.body).get("devices", []))
 
 
 def reset(target: str, containers: list[str] | None = None, config: Any = None) -> None:
@@ -484,4 +440,4 @@ def shutdown(target: str, token: bytes | None = None, timeout: float = 30.0) -> 
         raise response_error(response, target)
 
 
-__all__ = ["RemoteSession", "attach_remote", "parse_target", "reset", "shutdown"]
+__all__ = ["RemoteRuntime", "parse_target", "reset", "shutdown"]
