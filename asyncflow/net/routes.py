@@ -92,6 +92,8 @@ class Reply:
 
     def body_header(self) -> str | None:
         """`wire.BODY_HEADER`'s value when a chunk is lazy (where its 16-bit body lies), else None."""
+        if not any(isinstance(c, wire.LazyBody) for c in self.chunks):
+            return None
         offset, where = 0, None
         for c in self.chunks:
             n = c.view.nbytes if isinstance(c, wire.LazyBody) else memoryview(c).nbytes
@@ -156,6 +158,10 @@ async def write_reply(request: web.Request, reply: Reply) -> web.StreamResponse:
     """`reply` as the answer to `request`: one response when small, else streamed in bounded writes (small
     ones joined), lazy chunks filled slice by slice as they go."""
     chunks = reply.chunks
+    if len(chunks) == 1 and isinstance(chunks[0], bytes) and len(chunks[0]) <= SMALL_BODY and \
+            ";" not in reply.content_type:  # the common case (JSON): no views to take
+        return web.Response(body=chunks[0], status=reply.status, content_type=reply.content_type,
+                            headers=reply.headers or None)
     lazy = [c if isinstance(c, wire.LazyBody) else None for c in chunks]
     views = [c.view if isinstance(c, wire.LazyBody) else memoryview(c).cast("B") for c in chunks]
     total = sum(v.nbytes for v in views)
