@@ -26,7 +26,7 @@ import numpy as np
 
 from asyncflow import errors
 from asyncflow.device import DeviceSpec
-from asyncflow.exec.executor import Plan, Step, compile_plan
+from asyncflow.exec.executor import Plan, Step, compile_plan, needed_ops
 from asyncflow.exec.frames import FrameStep
 from asyncflow.exec.resources import ResourceContainer
 from asyncflow.exec.step_stats import StepStats, as_proto, device_step_stats
@@ -425,7 +425,9 @@ class BaseSession:
             if run is None:
                 plan = compile_plan(fetches.tensors, fetches.targets, feed_tensors, self._resources,
                                     graph_options=self._config.graph_options)
-                check_local_devices(plan.nodes, self._config.allow_soft_placement)
+                # the ops the graph asks for, before the optimiser may fold some away (TF1 checks them all)
+                check_local_devices(needed_ops(fetches.tensors, fetches.targets, feed_tensors),
+                                    self._config.allow_soft_placement)
                 for op in plan.nodes:
                     if op.type == "Placeholder":
                         shape = op._attrs["shape"]

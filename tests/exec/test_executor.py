@@ -138,18 +138,18 @@ def test_error_aborts_step_cancels_waiting_kernels_and_names_the_op():
     testing_ops.CANCELLED.clear()
     graph = af.Graph()
     with graph.as_default():
-        x = af.constant(1.0)
+        x = af.placeholder(af.float32, [])  # fed: nothing here is folded at plan time
         waiting = testing_ops.wait(x, key="never", name="blocked")
         failing = testing_ops.fail(af.add(x, 1.0), message="kernel exploded", name="bad")
         out = af.add(waiting, failing)
     with af.Session(graph=graph) as sess:
         with pytest.raises(af.errors.InvalidArgumentError, match="kernel exploded") as info:
-            sess.run(out, options=af.RunOptions(timeout_in_ms=5000))
+            sess.run(out, {x: 1.0}, options=af.RunOptions(timeout_in_ms=5000))
         assert info.value.op.name == "bad"
         assert "bad" in str(info.value)
         assert testing_ops.CANCELLED == ["blocked"]
         # The session stays usable after a failed step.
-        assert sess.run(af.add(x, 1.0, name="after")) == 2.0
+        assert sess.run(af.add(x, 1.0, name="after"), {x: 1.0}) == 2.0
 
 
 def test_timeout_gives_deadline_exceeded_and_session_goes_on():
@@ -215,14 +215,15 @@ def test_first_error_wins_over_derived_cancellations():
 def test_trace_records_every_node():
     graph = af.Graph()
     with graph.as_default():
-        y = af.add(af.add(af.constant(1.0), 1.0), 1.0)
+        x = af.placeholder(af.float32, [])  # fed, so the optimiser folds nothing
+        y = af.add(af.add(x, 1.0), 1.0)
     meta = af.RunMetadata()
     with af.Session(graph=graph) as sess:
-        sess.run(y, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE), run_metadata=meta)
+        sess.run(y, {x: 1.0}, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE), run_metadata=meta)
     (dev,) = meta.step_stats.dev_stats
     names = [s.node_name for s in dev.node_stats]
-    # Constants are preset, not run (as TF's executor forwards a constant's tensor).
-    assert sorted(names) == sorted(op.name for op in graph.get_operations() if op.type != "Const")
+    # Constants are preset, not run (as TF's executor forwards a constant's tensor); a fed placeholder never runs.
+    assert sorted(names) == sorted(op.name for op in graph.get_operations() if op.type not in ("Const", "Placeholder"))
     assert all(s.all_end_rel_micros >= 0 for s in dev.node_stats)
 
 

@@ -78,10 +78,11 @@ async def test_overlapping_ops_get_lanes_of_their_own():
         v = af.placeholder(af.float32, [], name="v")
         enq = q.enqueue([v])
         waited = q.dequeue(name="waited")
-        busy = af.reduce_sum(af.range(0.0, 10.0), name="busy")  # runs while the dequeue waits
+        limit = af.placeholder(af.float32, [], name="limit")  # fed: `busy` is computed, not folded at plan time
+        busy = af.reduce_sum(af.range(0.0, limit), name="busy")  # runs while the dequeue waits
     meta = af.RunMetadata()
     with af.Session(graph=g) as sess:
-        pending = asyncio.ensure_future(sess.arun([waited, busy], options=FULL, run_metadata=meta))
+        pending = asyncio.ensure_future(sess.arun([waited, busy], {limit: 10.0}, options=FULL, run_metadata=meta))
         await asyncio.sleep(0.05)
         await sess.arun(enq, {v: 1.0})
         await pending
