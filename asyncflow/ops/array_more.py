@@ -86,7 +86,7 @@ def _bound_shape(b: BuildContext) -> TensorShape:
 
 
 def _bound_kernel(side: str) -> Any:
-    async def kernel(k, seq, values):
+    def kernel(k, seq, values):
         seq, values = np.asarray(seq), np.asarray(values)
         if seq.shape[0] != values.shape[0]:
             raise _invalid(k, f"Leading dim_size of both tensors must match, got {seq.shape[0]} and {values.shape[0]}")

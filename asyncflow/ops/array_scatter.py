@@ -88,7 +88,7 @@ def _tensor_scatter(kind: str, types: tuple) -> Any:
         check_scatter_shapes(b, b.shape(0))
         return b.shape(0)
 
-    async def kernel(k, tensor, indices, updates):
+    def kernel(k, tensor, indices, updates):
         tensor = np.asarray(tensor)
         where, rows = flat_indices(name, k, indices, updates, tensor.shape)
         out = tensor.copy()

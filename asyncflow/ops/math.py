@@ -273,7 +273,7 @@ def _equality_shape(b: Any) -> Any:
 
 
 def _equality(op_type: str, fn: Callable[..., Any], when_incompatible: bool) -> OpDef:
-    async def kernel(k, x, y):
+    def kernel(k, x, y):
         try:
             shape = np.broadcast_shapes(np.shape(x), np.shape(y))
         except ValueError:
@@ -294,7 +294,7 @@ NotEqual = _equality("NotEqual", np.not_equal, True)
 
 
 def _logical(op_type: str, fn: Callable[..., Any]) -> OpDef:
-    async def kernel(k, x, y):
+    def kernel(k, x, y):
         return fn(x, y)
 
     kernel.__name__ = f"{op_type}_kernel"

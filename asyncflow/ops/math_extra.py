@@ -234,7 +234,7 @@ def log_sigmoid(x: Any, name: str | None = None) -> Tensor:
 
 # -- cumulative sums and products ---------------------------------------------------------------------
 def _cumulative(fn: Any, identity: int) -> Any:
-    async def kernel(k, x, axis):
+    def kernel(k, x, axis):
         x = np.asarray(x)
         ax = int(axis)
         if not -x.ndim <= ax < x.ndim:
@@ -521,7 +521,7 @@ def _sorted_segment_shape(b: BuildContext) -> TensorShape:
 def _sorted_segment_op(kind: str) -> Any:
     op_type = f"Segment{kind}"
 
-    async def kernel(k, data, segment_ids):
+    def kernel(k, data, segment_ids):
         data, ids = np.asarray(data), np.asarray(segment_ids)
         if data.ndim == 0 or ids.shape != (data.shape[0],):
             raise errors.InvalidArgumentError(None, k.op, f"{op_type} '{k.name}': segment_ids should be the same "
@@ -545,7 +545,7 @@ def _unsorted_segment_op(kind: str) -> Any:
 
     op_type = f"UnsortedSegment{kind}"
 
-    async def kernel(k, data, segment_ids, num_segments):
+    def kernel(k, data, segment_ids, num_segments):
         data, ids, num = np.asarray(data), np.asarray(segment_ids), int(num_segments)
         if data.shape[:ids.ndim] != ids.shape:
             raise errors.InvalidArgumentError(None, k.op, f"{op_type} '{k.name}': segment_ids.shape = "

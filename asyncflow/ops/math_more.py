@@ -58,7 +58,7 @@ def _upcast(*xs: np.ndarray) -> list[np.ndarray]:
 def _nary(op_type: str, fn: Callable[..., Any], types: tuple, names: str = "x, y", out: str = "z",
           **traits: Any) -> Any:
     """Declares a broadcasting op `z = fn(*inputs)` of one dtype T; float16/bfloat16 computed in float32."""
-    async def kernel(k, *xs):
+    def kernel(k, *xs):
         with np.errstate(all="ignore"):
             return as_out(fn(*_upcast(*(np.asarray(x) for x in xs))), k.out_dtypes[0])
 
@@ -359,7 +359,7 @@ def Complex(k, re, im):
 
 
 def _part(op_type: str, fn: Callable[[np.ndarray], np.ndarray]) -> Any:
-    async def kernel(k, x):
+    def kernel(k, x):
         return as_out(fn(np.asarray(x)), k.out_dtypes[0])
 
     kernel.__name__ = f"{op_type}_kernel"
@@ -496,7 +496,7 @@ def reduce_std(input_tensor: Any, axis: Any = None, keepdims: bool = False, name
         return Sqrt(reduce_variance(x, axis=axis, keepdims=keepdims))
 
 
-async def _cumulative_logsumexp_kernel(k, x, axis):
+def _cumulative_logsumexp_kernel(k, x, axis):
     x, ax = np.asarray(x), int(axis)
     if not -x.ndim <= ax < x.ndim:
         raise errors.InvalidArgumentError(None, k.op, f"CumulativeLogsumexp '{k.name}': axis {ax} is out of range "

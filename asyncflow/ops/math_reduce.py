@@ -127,7 +127,7 @@ def _extreme(fn: Any, lowest: bool) -> Any:
 
 
 def _reduction(op_type: str, fn: Any, types: tuple | None) -> Any:
-    async def kernel(k, x, axes):
+    def kernel(k, x, axes):
         x = np.asarray(x)
         with np.errstate(all="ignore"):
             return as_out(fn(x, _reduce_axes(x, axes), k.keep_dims), k.out_dtypes[0])
@@ -323,7 +323,7 @@ def _arg_shape(b: BuildContext) -> TensorShape:
 
 
 def _arg_reduction(op_type: str, fn: Any, nan_fill: float) -> Any:
-    async def kernel(k, x, dim):
+    def kernel(k, x, dim):
         x = np.asarray(x)
         ndim, a = x.ndim, int(dim)
         if not -ndim <= a < ndim:

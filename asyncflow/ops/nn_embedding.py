@@ -100,7 +100,7 @@ def _stitch_shape(b: BuildContext) -> TensorShape:
     return TensorShape([first]).concatenate(element)
 
 
-async def _stitch(k, *args):
+def _stitch(k, *args):
     n = len(args) // 2
     indices, data = [np.asarray(i) for i in args[:n]], [np.asarray(d) for d in args[n:]]
     element = None

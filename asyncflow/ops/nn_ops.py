@@ -46,7 +46,7 @@ _op = needed_op  # ops of other modules, looked up when a composite is built
 def _activation(op_type: str, fn: Any, types: tuple, attrs: dict | None = None) -> Any:
     """Declares an elementwise activation `y = fn(k, x)` over input `features`."""
 
-    async def kernel(k, features):
+    def kernel(k, features):
         return np.asarray(fn(k, _wide(features))).astype(k.out_dtypes[0], copy=False)
 
     kernel.__name__ = f"{op_type}_kernel"

@@ -78,7 +78,7 @@ def _sample(k: Any, true_classes: np.ndarray, draw: Any, probability: Any) -> tu
 
 
 def _declare_sampler(op_type: str, draw: Any, probability: Any, extra_attrs: dict | None = None) -> Any:
-    async def kernel(k, true_classes):
+    def kernel(k, true_classes):
         return _sample(k, true_classes, lambda gen, m: draw(k, gen, m), lambda ids: probability(k, ids))
 
     kernel.__name__ = f"{op_type}_kernel"

@@ -141,7 +141,7 @@ def _out_shape(shape: np.ndarray, reduced: list[int], keep: bool) -> np.ndarray:
 
 
 def _reduce_kernel(kind: str, sparse_output: bool) -> Any:
-    async def kernel(k, input_indices, input_values, input_shape, reduction_axes):
+    def kernel(k, input_indices, input_values, input_shape, reduction_axes):
         idx, values, shape, reduced, kept = _grouped(k, input_indices, input_values, input_shape, reduction_axes)
         dtype = k.out_dtypes[1 if sparse_output else 0]
         out_shape = _out_shape(shape, reduced, k.keep_dims)
@@ -267,7 +267,7 @@ def _dense_at(k: Any, indices: Any, shape: Any, dense: Any) -> np.ndarray:
 
 
 def _cwise(name: str, fn: Any) -> Any:
-    async def kernel(k, sp_indices, sp_values, sp_shape, dense):
+    def kernel(k, sp_indices, sp_values, sp_shape, dense):
         values = np.asarray(sp_values)
         other = _dense_at(k, sp_indices, sp_shape, dense)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -354,7 +354,7 @@ def _check_segments(k: Any, data_rows: int, idx: np.ndarray, ids: np.ndarray, nu
 def _segment_op(kind: str, with_num: bool) -> Any:
     name = f"SparseSegment{kind}" + ("WithNumSegments" if with_num else "")
 
-    async def kernel(k, data, indices, segment_ids, num_segments=None):
+    def kernel(k, data, indices, segment_ids, num_segments=None):
         data = np.asarray(data)
         idx, ids = np.asarray(indices, np.int64), np.asarray(segment_ids, np.int64)
         num = int(num_segments) if num_segments is not None else None
@@ -378,7 +378,7 @@ def _segment_op(kind: str, with_num: bool) -> Any:
 
 
 def _segment_grad_op(kind: str) -> Any:
-    async def kernel(k, grad, indices, segment_ids, output_dim0):
+    def kernel(k, grad, indices, segment_ids, output_dim0):
         grad = np.asarray(grad)
         idx, ids = np.asarray(indices, np.int64), np.asarray(segment_ids, np.int64)
         rows = int(output_dim0)

@@ -103,7 +103,7 @@ def _sparse_sparse_shape(b: BuildContext) -> list[TensorShape]:
 
 
 def _sparse_sparse(name: str, pick: Any) -> Any:
-    async def kernel(k, a_idx, a_val, a_shape, b_idx, b_val, b_shape):
+    def kernel(k, a_idx, a_val, a_shape, b_idx, b_val, b_shape):
         a_shape, b_shape = np.asarray(a_shape).reshape(-1), np.asarray(b_shape).reshape(-1)
         if a_shape.tolist() != b_shape.tolist():
             raise ValueError(f"{name} '{k.name}': Operands' shapes do not match: got {a_shape.tolist()} and "

@@ -47,7 +47,7 @@ def assign_op(k, ref, value):
 
 
 def _update(name: str, fn: Any) -> Any:
-    async def kernel(k, ref, value):
+    def kernel(k, ref, value):
         current = ref.read()
         if current.shape != np.shape(value):
             raise ValueError(f"{name} '{k.name}': the variable has shape {list(current.shape)}, the value "
@@ -66,7 +66,7 @@ AssignSub = _update("AssignSub", np.subtract)
 
 
 def _scatter(name: str, apply: Any, types: tuple = NUMERIC) -> Any:
-    async def kernel(k, ref, indices, updates):
+    def kernel(k, ref, indices, updates):
         current = ref.read()
         indices = np.asarray(indices)
         first = current.shape[0] if current.ndim else 0
@@ -116,7 +116,7 @@ ScatterMin = _scatter("ScatterMin", np.minimum.at, REAL)
 
 def _scatter_nd(name: str, kind: str) -> Any:
     """The variable forms of TensorScatter{Update,Add,Sub}: the same index layout and checks (array_scatter)."""
-    async def kernel(k, ref, indices, updates):
+    def kernel(k, ref, indices, updates):
         current = ref.read()
         where, rows = flat_indices(name, k, indices, updates, current.shape)
         target = ref.mutable()

@@ -546,7 +546,7 @@ def string_length(input: Any, name: str | None = None, unit: str = "BYTE") -> Te
 
 
 def _case_kernel(ascii_fn: Any, text_fn: Any) -> Any:
-    async def kernel(k, strings):
+    def kernel(k, strings):
         if not k.encoding:
             return _map(strings, ascii_fn)  # bytes methods change ASCII letters only, as TF without encoding
         return _map(strings, lambda s: text_fn(s.decode("utf-8")).encode("utf-8"))
