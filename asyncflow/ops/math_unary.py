@@ -1,4 +1,5 @@
-"""Elementwise unary math ops (Neg, Exp, Tanh, ..., Conj, ComplexAbs), each with its TF gradient.
+"""Elementwise unary math ops (Neg, Exp, Tanh, ..., Conj, ComplexAbs), each with its TF gradient, and
+TF's fused TanhGrad/SigmoidGrad that the Tanh and Sigmoid gradients build.
 
 Declared with `asyncflow.ops.math._unary` and re-exported by `asyncflow.ops.math`, whose public
 functions (`af.exp`, `af.abs`, ...) build them. Gradients follow TF's math_grad.py rule by rule;
@@ -16,6 +17,7 @@ from asyncflow import dtypes
 from asyncflow.graph import Tensor
 from asyncflow.ops.kernel_util import as_out
 from asyncflow.ops.math import (
+    _LOW_PRECISION,
     COMPLEX,
     FLOAT_SIGNED,
     FLOAT_SIGNED_COMPLEX,
@@ -144,8 +146,7 @@ Tanh = _unary("Tanh", np.tanh, FLOAT_COMPLEX, upcast=True)
 
 @Tanh.gradient
 def _tanh_grad(op: Any, grad: Tensor) -> Tensor:
-    y = _conj(op.outputs[0])
-    return grad * (1 - y * y)
+    return TanhGrad(_conj(op.outputs[0]), grad)
 
 
 Sigmoid = _unary("Sigmoid", _sigmoid, FLOAT_COMPLEX, upcast=True)
@@ -153,8 +154,69 @@ Sigmoid = _unary("Sigmoid", _sigmoid, FLOAT_COMPLEX, upcast=True)
 
 @Sigmoid.gradient
 def _sigmoid_grad(op: Any, grad: Tensor) -> Tensor:
-    y = _conj(op.outputs[0])
-    return grad * (y * (1 - y))
+    return SigmoidGrad(_conj(op.outputs[0]), grad)
+
+
+# -- TF's fused gradients of Tanh and Sigmoid, in terms of the output y: one kernel instead of three ops -----
+def _merged_shape(b: Any) -> Any:
+    """TF's MergeBothInputsShapeFn: y and dy have one shape."""
+    try:
+        return b.shape(0).merge_with(b.shape(1))
+    except ValueError:
+        raise b.error(f"Shapes {b.shape(0)} and {b.shape(1)} are not compatible (y and dy)") from None
+
+
+def _fused_grad(k: Any, y: np.ndarray, dy: np.ndarray, fn: Any) -> np.ndarray:
+    if y.dtype in _LOW_PRECISION:  # computed in float32, rounded once, as the other low-precision kernels
+        y, dy = y.astype(np.float32), dy.astype(np.float32)
+    if y.shape != dy.shape:
+        raise ValueError(f"{k.op_type} '{k.name}': y and dy must have one shape, got {list(y.shape)} and "
+                         f"{list(dy.shape)}")
+    return as_out(fn(y, dy), k.out_dtypes[0])  # the executor runs kernels with numpy's warnings off
+
+
+# One temporary, updated in place (a 0-d product is a numpy scalar, which has no buffer to write to).
+def _tanh_grad_fn(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    if y.ndim == 0:
+        return dy * (1 - y * y)
+    out = y * y
+    np.subtract(1, out, out=out)
+    return np.multiply(out, dy, out=out)
+
+
+def _sigmoid_grad_fn(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    if y.ndim == 0:
+        return dy * (y * (1 - y))
+    out = 1 - y
+    np.multiply(out, y, out=out)
+    return np.multiply(out, dy, out=out)
+
+
+@op("TanhGrad", inputs="y: T, dy: T", outputs="z: T", types={"T": FLOAT_COMPLEX}, shape=_merged_shape)
+def TanhGrad(k, y, dy):
+    """dy * (1 - y * y)."""
+    return _fused_grad(k, y, dy, _tanh_grad_fn)
+
+
+@TanhGrad.gradient
+def _tanh_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
+    """TF's _TanhGradGrad: d/dy = -2 grad dy y, d/ddy = TanhGrad(y, grad) (conjugates for complex)."""
+    y, dy = _conj(op.inputs[0]), _conj(op.inputs[1])
+    return [grad * -2.0 * dy * y, TanhGrad(y, grad)]
+
+
+@op("SigmoidGrad", inputs="y: T, dy: T", outputs="z: T", types={"T": FLOAT_COMPLEX}, shape=_merged_shape)
+def SigmoidGrad(k, y, dy):
+    """dy * y * (1 - y)."""
+    return _fused_grad(k, y, dy, _sigmoid_grad_fn)
+
+
+@SigmoidGrad.gradient
+def _sigmoid_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
+    """TF's _SigmoidGradGrad: d/dy = grad dy (1 - 2 y), d/ddy = SigmoidGrad(y, grad) (conjugates for complex)."""
+    y, dy = _conj(op.inputs[0]), _conj(op.inputs[1])
+    gb = grad * dy
+    return [gb - 2.0 * gb * y, SigmoidGrad(y, grad)]
 
 
 # TF's gradients of Floor, Ceil and Round are None: not differentiable here.

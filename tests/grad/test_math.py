@@ -17,6 +17,7 @@ import pytest
 
 import asyncflow as af
 from asyncflow.ops.math import Div
+from asyncflow.ops.math_unary import SigmoidGrad, TanhGrad
 from tests.grad.harness import GradCase, check_gradient, grad_params
 
 RNG = np.random.default_rng(20240611)
@@ -116,6 +117,14 @@ CASES = [
     GradCase("cos", ("Cos",), lambda af, x: af.cos(x), [normal(2, 3)]),
     GradCase("tanh", ("Tanh",), lambda af, x: af.tanh(x), [normal(2, 3)]),
     GradCase("sigmoid", ("Sigmoid",), lambda af, x: af.sigmoid(x), [normal(2, 3) * 2]),
+    GradCase("tanh_grad", ("TanhGrad",), lambda af, y, dy: TanhGrad(y, dy), [normal(2, 3) * 0.5, normal(2, 3)]),
+    GradCase("sigmoid_grad", ("SigmoidGrad",), lambda af, y, dy: SigmoidGrad(y, dy), [normal(2, 3), normal(2, 3)]),
+    GradCase("tanh_sigmoid_second_order", ("TanhGrad", "SigmoidGrad"),
+             lambda af, x: af.gradients(af.tanh(x) * af.sigmoid(x), x)[0], [normal(2, 3)]),
+    GradCase("tanh_sigmoid_grad_complex", ("TanhGrad", "SigmoidGrad"),
+             lambda af, a, b: [real_part(af, TanhGrad(complex_of(af, a, b), complex_of(af, b, a)), 0.3 - 0.2j),
+                               real_part(af, SigmoidGrad(complex_of(af, a, b), complex_of(af, b, a)), 0.1 + 0.7j)],
+             [normal(3), normal(3)], rtol=1e-4),
     GradCase("scalar_chain", ("Exp", "Sin", "Mul"), lambda af, x: af.exp(af.sin(x)) * x, [np.array(0.4)]),
     # -- casts (float32 rounding: a linear function, so a large eps is exact) -----------------------------
     GradCase("cast_float32", ("Cast",), lambda af, x: af.cast(af.cast(x, af.float32), af.float64) * x,

@@ -12,6 +12,7 @@ import pytest
 
 import asyncflow as af
 from asyncflow.ops.math import Div, Equal, NotEqual
+from asyncflow.ops.math_unary import SigmoidGrad, TanhGrad
 from tests.ops.harness import Case, case_params, check_case
 
 X = np.array([[1.5, -2.0, 3.0], [0.25, 4.0, -1.0]], dtype=np.float32)
@@ -231,6 +232,15 @@ CASES = [
                      af.sigmoid(np.array([-30.0, 0.3, 30.0], np.float16))],
          quiet(lambda: [sigmoid_ref(np.array([-1000.0, -20.0, 0.0, 0.3, 20.0, 1000.0], np.float32)),
                         sigmoid_ref(np.array([-30.0, 0.3, 30.0], np.float16))]), rtol=1e-3),
+    # TF's fused gradients, inputs (y, dy): dy * (1 - y^2) and dy * y * (1 - y)
+    Case("tanh_grad_sigmoid_grad", ("TanhGrad", "SigmoidGrad"),
+         lambda af: [TanhGrad(np.tanh(X), X[::-1]), SigmoidGrad(sigmoid_ref(X), X[::-1]),
+                     TanhGrad(np.float64(0.5), np.float64(2.0)),
+                     SigmoidGrad(np.float16([0.25, 0.75]), np.float16([2.0, -4.0])),
+                     TanhGrad(np.array([0.5 + 0.5j], np.complex64), np.array([1 - 2j], np.complex64))],
+         lambda: [X[::-1] * (1 - np.tanh(X) ** 2), X[::-1] * sigmoid_ref(X) * (1 - sigmoid_ref(X)),
+                  np.float64(1.5), np.float16([0.375, -0.75]),
+                  np.array([(1 - 2j) * (1 - (0.5 + 0.5j) ** 2)], np.complex64)], rtol=1e-5),
     Case("floor_ceil_round_half_to_even", ("Floor", "Ceil", "Round"),
          lambda af: [af.floor(SPECIAL), af.ceil(SPECIAL.astype(np.float64)), af.round(SPECIAL),
                      af.round(SPECIAL.astype(np.float16))],
