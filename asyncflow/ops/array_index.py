@@ -181,6 +181,8 @@ def gather_v2_op(k, params, indices, axis):
         raise ValueError(f"GatherV2 '{k.name}': indices{_where(bad)} = {indices[bad].reshape(-1)[0]} is not in "
                          f"[0, {n})")
     if bd == 0:
+        if indices.ndim == 0 and params.ndim > 1:  # one slice: basic indexing, copied as np.take would
+            return params[(slice(None),) * axis + (int(indices),)].copy()
         return np.take(params, indices, axis=axis)
     out_shape = params.shape[:axis] + indices.shape[bd:] + params.shape[axis + 1:]
     batch = int(np.prod(params.shape[:bd]))

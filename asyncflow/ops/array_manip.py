@@ -253,7 +253,17 @@ def split_op(k, axis, x):
     if x.shape[axis] % k.num_split:
         raise ValueError(f"Split '{k.name}': Number of ways to split should evenly divide the split dimension, "
                          f"but got split_dim {axis} (size = {x.shape[axis]}) and num_split {k.num_split}")
-    return np.split(x, k.num_split, axis=axis)
+    n = x.shape[axis] // k.num_split
+    return _slices_along(x, axis, [n] * k.num_split)
+
+
+def _slices_along(x: np.ndarray, axis: int, sizes: list[int]) -> list[np.ndarray]:
+    """Views of consecutive pieces of `sizes` along `axis` (np.split's result, without its per-call overhead)."""
+    pre, out, start = (slice(None),) * axis, [], 0
+    for piece in sizes:
+        out.append(x[pre + (slice(start, start + piece),)])
+        start += piece
+    return out
 
 
 @split_op.gradient
@@ -323,8 +333,7 @@ def split_v_op(k, x, sizes, axis):
     def err(m: str) -> ValueError:
         return ValueError(f"SplitV '{k.name}': {m} (input shape {list(x.shape)}, split_dim {axis})")
 
-    pieces = _split_sizes([int(s) for s in sizes], x.shape[axis], err)
-    return np.split(x, np.cumsum(pieces[:-1]).astype(np.int64), axis=axis)
+    return _slices_along(x, axis, _split_sizes([int(s) for s in sizes], x.shape[axis], err))
 
 
 @split_v_op.gradient

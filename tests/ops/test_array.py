@@ -224,6 +224,9 @@ CONCAT_CASES = [
          I3[1:], static_shape=[None, 3, 4]),
     Case("split_sizes_tensor", ("SplitV",), lambda af: af.split(X, af.constant([2, 1]), axis=1),
          np.split(X, [2], axis=1)),
+    Case("split_middle_axis_with_empty_pieces", ("Split", "SplitV"),
+         lambda af: af.split(I3, 3, axis=1) + af.split(I3, [0, 3, 0, 1], axis=-1),
+         np.split(I3, 3, axis=1) + np.split(I3, [0, 3, 3], axis=-1)),
 ]
 
 # -- tile / pad / transpose / reverse -------------------------------------------------------------------------
@@ -283,6 +286,9 @@ INDEX_CASES = [
       for d in DTYPES for axis in (0, 1, -2)],
     Case("gather_scalar_index_int64", ("GatherV2",), lambda af: af.gather(X, np.int64(2), axis=-1), X[:, 2],
          static_shape=[2]),
+    Case("gather_scalar_index_middle_axis", ("GatherV2",),
+         lambda af: [af.gather(I3, 1, axis=1), af.gather(I3, np.int64(1)), af.gather(I3[0, 0], 3)],
+         [I3[:, 1], I3[1], I3[0, 0, 3]]),
     Case("gather_batch_dims", ("GatherV2",), lambda af: af.gather(I3, [[0, 3], [2, 0]], axis=2, batch_dims=1),
          lambda: np.stack([np.take(I3[b], [[0, 3], [2, 0]][b], axis=1) for b in range(2)]), static_shape=[2, 3, 2]),
     Case("gather_negative_batch_dims", ("GatherV2",),
