@@ -58,6 +58,7 @@ from asyncflow.exec.step_stats import ClockFilter, DeviceStepStats, StatsError, 
 from asyncflow.graph import Graph, Operation, Tensor
 from asyncflow.net import wire
 from asyncflow.net.http import AsyncClient, PeerUnavailable
+from asyncflow.net.stream import StreamClient
 from asyncflow.net.worker import NO_PARTITION, WorkerService, response_error
 from asyncflow.serialization import graph_to_parts, import_graph_def
 
@@ -72,16 +73,23 @@ INCARNATION_HEADER = "X-Asyncflow-Master-Incarnation"
 
 # -- talking to workers ------------------------------------------------------------------------------------
 class HttpWorker:
-    """A worker reached over HTTP (`asyncflow.net.worker` routes)."""
+    """A worker reached over the network (`asyncflow.net.worker` routes): a step's runs, aborts and heartbeats
+    on the persistent stream (`asyncflow.net.stream`), registrations and management over HTTP."""
 
-    def __init__(self, task: str, address: str, token: bytes | None):
+    def __init__(self, task: str, address: str, token: bytes | None, me: str = "/job:master",
+                 streams: bool = True):
         self.task = task
         self.client = AsyncClient(address, token, task=task)  # signs for `task`, the one the cluster spec names
+        self.stream = StreamClient(address, token, task=task, me=me) if streams else self.client
         self.clock = ClockFilter()  # the task's clock offset, sampled by heartbeats and traced steps
 
+    def close(self) -> None:
+        self.client.close()
+        self.stream.close()
+
     async def _json(self, method: str, path: str, chunks: Sequence[Any] = (), ctype: str | None = None,
-                    timeout: float | None = 30.0) -> Any:
-        response = await self.client.request(method, path, chunks, ctype, timeout)
+                    timeout: float | None = 30.0, stream: bool = False) -> Any:
+        response = await (self.stream if stream else self.client).request(method, path, chunks, ctype, timeout)
         if response.status != 200:
             raise response_error(response, self.task)
         obj = response.json()
@@ -100,7 +108,7 @@ class HttpWorker:
         moved onto this process's clock (the offset estimated from this very request and its answer)."""
         req.tensors = [d for d, _ in feeds]
         sent = time.time_ns()
-        response = await self.client.request("POST", f"/v1/worker/graphs/{handle}/run",
+        response = await self.stream.request("POST", f"/v1/worker/graphs/{handle}/run",
                                              wire.frame_chunks(req, [[b] for _, b in feeds]), wire.FRAME_CONTENT_TYPE)
         answered = time.time_ns()
         if response.status != 200:
@@ -115,7 +123,7 @@ class HttpWorker:
     async def run_raw(self, handle: str, req: wire.RunGraph, feeds: Sequence[Any]) -> memoryview:
         """`run`, returning the worker's StepDone frame as it came (the master forwards it unread)."""
         req.tensors = [d for d, _ in feeds]
-        response = await self.client.request("POST", f"/v1/worker/graphs/{handle}/run",
+        response = await self.stream.request("POST", f"/v1/worker/graphs/{handle}/run",
                                              wire.frame_chunks(req, [[b] for _, b in feeds]), wire.FRAME_CONTENT_TYPE)
         if response.status != 200:
             raise response_error(response, self.task)
@@ -126,12 +134,12 @@ class HttpWorker:
 
     async def abort(self, step_id: int, info: wire.ErrorInfo) -> None:
         await self._json("POST", f"/v1/worker/abort/{step_id}", [wire.dumps(wire.AbortStep(info))],
-                         "application/json", timeout=10.0)
+                         "application/json", timeout=10.0, stream=True)
 
     async def status(self, timeout: float, owner: str = "") -> wire.WorkerStatus:
         sent = time.time_ns()
         path = f"/v1/worker/status?master={owner}" if owner else "/v1/worker/status"
-        status = wire.from_obj(wire.WorkerStatus, await self._json("GET", path, timeout=timeout))
+        status = wire.from_obj(wire.WorkerStatus, await self._json("GET", path, timeout=timeout, stream=True))
         if status.clock_ns:
             self.clock.add(sent, status.clock_ns, status.clock_ns, time.time_ns())
         return status
@@ -262,13 +270,15 @@ class MasterService:
 
     def __init__(self, cluster: ClusterSpec, token: bytes | None = None, local: WorkerService | None = None,
                  heartbeat_interval_s: float = 1.0, heartbeat_timeout_s: float = 10.0,
-                 session_idle_s: float = SESSION_IDLE_S):
+                 session_idle_s: float = SESSION_IDLE_S, streams: bool = True):
         self.cluster = cluster
+        self.master_incarnation = random.getrandbits(62) | 1  # this master's own, new at every start
+        me = f"{local.task_name if local is not None else '/job:master'} {self.master_incarnation:x}"
         self.workers: dict[str, Any] = {}
         for job, index, address in cluster.tasks():
             task = f"/job:{job}/replica:0/task:{index}"
             self.workers[task] = LocalWorker(local) if local is not None and local.task_name == task else \
-                HttpWorker(task, address, token)
+                HttpWorker(task, address, token, me, streams)
         self.devices = [f"{t}/device:CPU:0" for t in self.workers]
         if local is not None:
             self.default_device = local.device
@@ -276,7 +286,6 @@ class MasterService:
             worker_tasks = [t for t in self.workers if t.startswith("/job:worker/")]
             self.default_device = f"{(worker_tasks or list(self.workers))[0]}/device:CPU:0"
         self.sessions: dict[str, MasterSession] = {}
-        self.master_incarnation = random.getrandbits(62) | 1  # this master's own, new at every start
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.session_idle_s = session_idle_s  # a session no client used for this long is closed
@@ -311,7 +320,7 @@ class MasterService:
         await asyncio.gather(*self._collecting, return_exceptions=True)
         for w in self.workers.values():
             if isinstance(w, HttpWorker):
-                w.client.close()
+                w.close()
 
     async def wait_for_workers(self, timeout_s: float) -> None:
         """Returns once every task answers its status; UnavailableError naming the first that does not."""

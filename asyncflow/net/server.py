@@ -41,6 +41,9 @@ from asyncflow.exec.step_stats import to_obj
 from asyncflow.net import auth, listener, metrics, wire
 from asyncflow.net.master import INCARNATION_HEADER, MasterService
 from asyncflow.net.routes import Call, Reply, Routes, error_response, json_reply
+from asyncflow.net.stream import serve as serve_stream
+from asyncflow.net.stream import track_streams
+from asyncflow.net.stream_frames import PATH as STREAM_PATH
 from asyncflow.net.worker import WorkerService, worker_routes
 
 log = logging.getLogger("asyncflow")
@@ -115,7 +118,7 @@ def _guard(options: ServerOptions, task: str, incarnation: int) -> Any:
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
         limit = options.max_body_bytes if request.path.startswith(_BIG_ROUTES) else options.small_body_bytes
-        open_route = request.path == "/healthz"
+        open_route = request.path in _OPEN_ROUTES
         try:
             # Head first: encoding, declared size and the token's presence, before a body byte is read.
             _check_head(request, limit, None if open_route else verifier)
@@ -280,6 +283,9 @@ def task_routes(worker: WorkerService | None, master: MasterService | None, task
     return routes
 
 
+_OPEN_ROUTES = ("/healthz", STREAM_PATH)  # a stream authenticates in its handshake, not per request
+
+
 def build_app(worker: WorkerService | None, master: MasterService | None, options: ServerOptions,
               task: str) -> web.Application:
     """The task's aiohttp app: `task_routes` behind the guard. The routes stay reachable as
@@ -288,7 +294,19 @@ def build_app(worker: WorkerService | None, master: MasterService | None, option
     incarnation = worker.incarnation if worker is not None else \
         master.master_incarnation if master is not None else auth.new_incarnation()
     app = web.Application(middlewares=[_guard(options, task, incarnation)], client_max_size=options.max_body_bytes)
-    task_routes(worker, master, task).mount(app)
+    routes = task_routes(worker, master, task)
+    routes.mount(app)
+    # The same routes on persistent streams (asyncflow.net.stream): authenticated once, by the handshake.
+    identity = auth.Destination(task, incarnation)
+    track_streams(app)
+
+    max_message = min(options.max_body_bytes + (1 << 16), (1 << 32) - 1)  # aiohttp's limit is a u32
+
+    async def open_stream(request: web.Request) -> web.StreamResponse:
+        return await serve_stream(request, routes.answer, identity, options.token, max_message,
+                                  options.head_timeout_s, options.idle_timeout_s)
+
+    app.router.add_get(STREAM_PATH, open_stream)
     return app
 
 

@@ -31,7 +31,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,9 +151,8 @@ async def _serve(ws: web.WebSocketResponse, peer: str, dispatch: Dispatch, ident
                     if request_id in tasks:
                         raise sf.StreamError(f"request id {request_id} is already in use on this stream")
                     req = StreamRequest(method, path, content_type, body, peer, client, gone)
-                    task = _start(answer(request_id, req))
-                    if task is not None:  # it waits (most answer at once, without a Task)
-                        tasks[request_id] = task
+                    # a Task of its own, always: a handler may scope a timeout to its current task
+                    tasks[request_id] = loop.create_task(answer(request_id, req))
                 elif kind == sf.CANCEL:
                     task = tasks.get(request_id)
                     if task is not None:
@@ -202,44 +201,6 @@ async def _server_handshake(ws: web.WebSocketResponse, identity: Destination, to
         raise _Refusal(f"handshake for {expect}, this is {mine}", 4409, "replay")
     await ws.send_bytes(b"".join(sf.hello({"proof": sf.proof(token, "server", mine, client_id, nonce, client_nonce)})))
     return client_id
-
-
-def _start(coro: Any) -> asyncio.Task | None:
-    """Runs `coro` eagerly: None when it finished without waiting, else the Task that finishes it."""
-    try:
-        yielded = coro.send(None)
-    except StopIteration:
-        return None
-    return asyncio.get_running_loop().create_task(_Resumed(coro, yielded))
-
-
-class _Resumed(Coroutine):
-    """A coroutine that already ran to its first wait, as one a Task can drive from there."""
-
-    def __init__(self, coro: Any, yielded: Any):
-        self._coro, self._first, self._started = coro, yielded, False
-
-    def send(self, value: Any) -> Any:
-        if not self._started:
-            self._started = True
-            return self._first
-        return self._coro.send(value)
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        self._started = True
-        return self._coro.throw(val if val is not None else typ)
-
-    def close(self) -> None:
-        self._coro.close()
-
-    def __await__(self) -> Any:
-        return self
-
-    def __iter__(self) -> Any:
-        return self
-
-    def __next__(self) -> Any:
-        return self.send(None)
 
 
 class _Refusal(sf.StreamError):
