@@ -186,7 +186,14 @@ def matmul_ms(tf: Any, make_session: Callable[[Any], Any], reps: Repeats, missin
 def asyncflow_figures(reps: Repeats) -> tuple[dict[str, Any], str]:
     import asyncflow as af
 
-    return measure(af, lambda graph: af.Session(graph=graph), reps), af.__version__
+    # Graph optimisations off, as TF's are below: every node of the chain and the wide graph runs (with them
+    # on, common-subexpression elimination makes the 1000 identical adds one).
+    off = af.RewriterConfig.OFF
+    config = af.ConfigProto(graph_options=af.GraphOptions(
+        optimizer_options=af.OptimizerOptions(opt_level=af.OptimizerOptions.L0),
+        rewrite_options=af.RewriterConfig(disable_meta_optimizer=True, constant_folding=off,
+                                          arithmetic_optimization=off, dependency_optimization=off)))
+    return measure(af, lambda graph: af.Session(graph=graph, config=config), reps), af.__version__
 
 
 TF_REWRITES_OFF = ("constant_folding", "arithmetic_optimization", "dependency_optimization")
