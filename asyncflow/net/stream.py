@@ -313,14 +313,11 @@ class _Protocol(asyncio.Protocol):
         self._fail(PeerUnavailable(f"stream to {self.client.address} closed: {exc or 'connection closed'}"))
 
 
-class StreamClient:
-    """An event loop's stream to one `host:port`; `request` as `AsyncClient.request` (module docstring).
+class _Peer:
+    """What both clients know of the peer they stream to, and their half of the handshake."""
 
-    `me` is this process's identity ("<task> <incarnation hex>", or a client's name); `task`, when
-    known, is the task the peer must be; `destination` is the peer's identity once a handshake told it."""
-
-    def __init__(self, address: str, token: bytes | None = None, task: str | None = None, me: str = "client",
-                 connect_timeout: float = 5.0, max_message: int = 4 << 30):
+    def __init__(self, address: str, token: bytes | None, task: str | None, me: str, connect_timeout: float,
+                 max_message: int):
         self.address = address
         self.host, _, port = address.rpartition(":")
         self.port = int(port)
@@ -329,6 +326,27 @@ class StreamClient:
         self.max_message = max_message
         self.destination: Destination | None = None
         self.expect = ""  # a pinned server identity ("" adopts the one the handshake announces)
+
+    def _answer(self, server: dict) -> tuple[bytes, str, str, str]:
+        """(the client's HELLO, the server's identity, ours, our nonce) for the server's HELLO."""
+        nonce = sf.new_nonce()
+        task, _, incarnation = self.me.partition(" ")
+        mine = f"{task} {incarnation}"
+        theirs = f"{server['task']} {server['incarnation']}"
+        payload = b"".join(sf.hello({"task": task, "incarnation": incarnation, "expect": self.expect, "nonce": nonce,
+                                     "proof": sf.proof(self.token, "client", theirs, mine, server["nonce"], nonce)}))
+        return payload, theirs, mine, nonce
+
+
+class StreamClient(_Peer):
+    """An event loop's stream to one `host:port`; `request` as `AsyncClient.request` (module docstring).
+
+    `me` is this process's identity ("<task> <incarnation hex>", or a client's name); `task`, when
+    known, is the task the peer must be; `destination` is the peer's identity once a handshake told it."""
+
+    def __init__(self, address: str, token: bytes | None = None, task: str | None = None, me: str = "client",
+                 connect_timeout: float = 5.0, max_message: int = 4 << 30):
+        super().__init__(address, token, task, me, connect_timeout, max_message)
         self._conn: _Protocol | None = None
         self._opening: asyncio.Future | None = None
         self._ids = itertools.count(1)
@@ -359,13 +377,8 @@ class StreamClient:
                 await conn.upgraded
                 server = await self._hello(conn)
                 _check_server_hello(server, self.task, self.address)
-                nonce = sf.new_nonce()
-                task, _, incarnation = self.me.partition(" ")
-                mine = f"{task} {incarnation}"
-                theirs = f"{server['task']} {server['incarnation']}"
-                conn.transport.write(sf.ws_frame(sf.BINARY, b"".join(sf.hello({
-                    "task": task, "incarnation": incarnation, "expect": self.expect,
-                    "nonce": nonce, "proof": sf.proof(self.token, "client", theirs, mine, server["nonce"], nonce)}))))
+                payload, theirs, mine, nonce = self._answer(server)
+                conn.transport.write(sf.ws_frame(sf.BINARY, payload))
                 final = await self._hello(conn)
             _check_final(final, self.token, theirs, mine, server["nonce"], nonce, self.address)
         except BaseException as e:
@@ -474,21 +487,14 @@ class _Socket:
             self.pending.extend(self.reader.feed(data))
 
 
-class BlockingStream:
+class BlockingStream(_Peer):
     """Streams to one `host:port` for plain threads: one request at a time per socket, sockets pooled."""
 
     IDLE_S = 30.0
 
     def __init__(self, address: str, token: bytes | None = None, task: str | None = None, me: str = "client",
                  connect_timeout: float = 5.0, max_message: int = 4 << 30):
-        self.address = address
-        self.host, _, port = address.rpartition(":")
-        self.port = int(port)
-        self.token, self.task, self.me = token, task, me
-        self.connect_timeout = connect_timeout
-        self.max_message = max_message
-        self.destination: Destination | None = None
-        self.expect = ""
+        super().__init__(address, token, task, me, connect_timeout, max_message)
         self._idle: list[_Socket] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -514,13 +520,8 @@ class BlockingStream:
             conn.pending.extend(conn.reader.feed(bytes(head[end + 4:])))
             server = sf.parse_hello(conn.receive())
             _check_server_hello(server, self.task, self.address)
-            theirs = f"{server['task']} {server['incarnation']}"
-            nonce = sf.new_nonce()
-            task, _, incarnation = self.me.partition(" ")
-            mine = f"{task} {incarnation}"
-            conn.send(b"".join(sf.hello({
-                "task": task, "incarnation": incarnation, "expect": self.expect,
-                "nonce": nonce, "proof": sf.proof(self.token, "client", theirs, mine, server["nonce"], nonce)})))
+            payload, theirs, mine, nonce = self._answer(server)
+            conn.send(payload)
             _check_final(sf.parse_hello(conn.receive()), self.token, theirs, mine, server["nonce"], nonce,
                          self.address)
         except sf.StreamError as e:
