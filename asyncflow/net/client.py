@@ -46,15 +46,17 @@ from asyncflow import errors
 from asyncflow.exec.step_stats import ClockFilter, StatsError, StepStats, from_peer
 from asyncflow.graph import Graph, Operation, Tensor
 from asyncflow.net import auth, wire
-from asyncflow.net.http import AsyncClient, BlockingClient, PeerUnavailable, Response
+from asyncflow.net.http import BlockingClient, PeerUnavailable, Response
 from asyncflow.net.master_watch import (
     HEARTBEAT_INTERVAL_MS,
     HEARTBEAT_TIMEOUT_MS,
     Call,
     Watch,
     WatchedClient,
+    WatchedStream,
     incarnation_of,
 )
+from asyncflow.net.stream import StreamClient
 from asyncflow.net.worker import response_error
 from asyncflow.serialization import graph_to_parts
 
@@ -120,6 +122,7 @@ class RemoteRuntime:
                            _config_value(config, "heartbeat_interval_in_ms", HEARTBEAT_INTERVAL_MS),
                            _config_value(config, "heartbeat_timeout_in_ms", HEARTBEAT_TIMEOUT_MS))
         self.http = WatchedClient(self.address, self.token, self.watch)
+        self.stream = WatchedStream(self.address, self.token, self.watch)  # steps: the persistent stream
         self._master_down = False  # the last request found the master unreachable: close does not wait on it
         self._async: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._lock = threading.RLock()
@@ -135,12 +138,12 @@ class RemoteRuntime:
 
     # -- requests -------------------------------------------------------------------------------------------
     def _request(self, method: str, path: str, chunks: Any = (), ctype: str | None = None,
-                 timeout: float | None = 60.0, bound: bool = True) -> Response:
+                 timeout: float | None = 60.0, bound: bool = True, stream: bool = False) -> Response:
         """One request to the master, watched. `bound`: it names the session's handle, so an answer from
         another master incarnation means the session is gone (AbortedError)."""
         call = self.watch.begin()
         try:
-            response = self.http.request(method, path, chunks, ctype, timeout)
+            response = (self.stream if stream else self.http).request(method, path, chunks, ctype, timeout)
         except PeerUnavailable as e:
             raise self._lost(call, e) from None
         except TimeoutError as e:
@@ -151,6 +154,7 @@ class RemoteRuntime:
         finally:
             if self.watch.end(call):
                 self.http.close()  # a socket the watch shut down may be back in the pool
+                self.stream.close()
         self._answered(incarnation_of(response), call.incarnation, bound)
         if response.status != 200:
             raise response_error(response, self.target)
@@ -305,7 +309,7 @@ class RemoteRuntime:
     def _step(self, call: _RemoteCallable, values: list[Any], options: Any, run_metadata: Any) -> list[Any]:
         path, chunks, timeout = self._step_request(call, values, options)
         sent = time.time_ns()
-        response = self._request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout)
+        response = self._request("POST", path, chunks, wire.FRAME_CONTENT_TYPE, timeout, stream=False)
         return self._results(call, response, run_metadata, sent, time.time_ns())
 
     def run(self, fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor], values: list[Any],
@@ -344,7 +348,7 @@ class RemoteRuntime:
         loop = asyncio.get_running_loop()
         client = self._async.get(loop)
         if client is None:
-            client = self._async[loop] = AsyncClient(self.address, self.token)
+            client = self._async[loop] = StreamClient(self.address, self.token)
         sent_under = self.watch.incarnation
         sent = time.time_ns()
         try:

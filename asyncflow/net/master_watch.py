@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from asyncflow import errors
 from asyncflow.net.http import AsyncClient, BlockingClient, PeerUnavailable, Response
 from asyncflow.net.master import INCARNATION_HEADER
+from asyncflow.net.stream import BlockingStream, _Socket
 
 HEARTBEAT_INTERVAL_MS = 1000  # as ServerOptions.heartbeat_interval_s
 HEARTBEAT_TIMEOUT_MS = 10000  # as ServerOptions.heartbeat_timeout_s
@@ -71,6 +72,24 @@ class WatchedClient(BlockingClient):
             sock.close()
             raise PeerUnavailable("the request was abandoned by the heartbeat")
         return sock, reused
+
+
+class WatchedStream(BlockingStream):
+    """A BlockingStream whose requests the session's `Watch` can abandon (their socket is shut down)."""
+
+    def __init__(self, address: str, token: bytes | None, watch: Watch):
+        super().__init__(address, token)
+        self.watch = watch
+
+    def _acquire(self) -> _Socket:
+        conn = super()._acquire()
+        while _dropped(conn.sock):  # closed by the master (idle, died, restarted): a request on it is lost
+            conn.sock.close()
+            conn = super()._acquire()
+        if not self.watch.attach(conn.sock):  # the watch gave up on this request while it was connecting
+            conn.sock.close()
+            raise PeerUnavailable("the request was abandoned by the heartbeat")
+        return conn
 
 
 class Watch:
