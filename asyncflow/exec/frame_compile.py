@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import re
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -49,6 +50,10 @@ class _LineMap:
     def __init__(self, nodes: list[Any], line_node: dict[int, int]):
         self.nodes, self.line_node = nodes, line_node
 
+
+# No string literal, escape or comment can be in generated code: nothing from a graph (names, attrs, which
+# may come over the network) is ever written into it, only integers and names made here.
+_UNSAFE = re.compile(r"[\"'\\#]")
 
 # generated file name -> its line map, for naming the op of an error; entries go with their plans
 LINES: weakref.WeakValueDictionary[str, _LineMap] = weakref.WeakValueDictionary()
@@ -329,6 +334,8 @@ class _Gen:
         self.emit(1, "return (" + "".join(f"v{plan.out_base[x]}, " for x in self.exits) + ")")
         self.lines[0] = "def frame(step, ev, " + ", ".join(f"{k}={k}" for k in self.bound) + "):"
         source = "\n".join(self.lines) + "\n"
+        if _UNSAFE.search(source):  # only slot numbers and generated names are written; values go in `ns`
+            raise RuntimeError(f"generated loop code for frame {self.name!r} holds text it must not")
         ns = dict(self.bound)
         exec(compile(source, fname, "exec"), ns)  # noqa: S102 - code generated from the plan, no user text
         lines = LINES[fname] = _LineMap(plan.nodes, self.line_node)
